@@ -1,0 +1,236 @@
+//! [`Catalog`]: the operations of the course catalog, with one error type per operation.
+
+use std::sync::Arc;
+
+use time::OffsetDateTime;
+
+use crate::course::ChangeRefusal;
+use crate::store::{Replaced, WriteError};
+use crate::{
+    Course, CourseChanges, CourseId, CoursePage, CourseStore, CourseTitle, NewCourse, PageCursor,
+    PageSize, StoreError,
+};
+
+/// How many times an update retries when another writer changed the course in between.
+const MAX_REVISION_ATTEMPTS: usize = 16;
+
+/// The course catalog: every rule of the domain, over a [`CourseStore`].
+///
+/// Cheap to clone (it holds an `Arc`). Every operation runs the store's blocking work on Tokio's
+/// blocking pool, so callers on the async runtime never block a worker thread.
+#[derive(Debug, Clone)]
+pub struct Catalog {
+    store: Arc<dyn CourseStore>,
+}
+
+/// Why [`Catalog::create`] refused.
+#[derive(Debug, thiserror::Error)]
+pub enum CreateCourseError {
+    /// An active course already has this title (compared case-insensitively, whitespace collapsed).
+    #[error("an active course is already titled {title:?}")]
+    DuplicateTitle {
+        /// The title that was asked for.
+        title: CourseTitle,
+    },
+    /// The storage failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Why [`Catalog::update`] refused.
+#[derive(Debug, thiserror::Error)]
+pub enum UpdateCourseError {
+    /// No field to change was given.
+    #[error("nothing to update")]
+    NothingToUpdate,
+    /// No course has this id.
+    #[error("no course with id {id}")]
+    NotFound {
+        /// The id that was asked for.
+        id: CourseId,
+    },
+    /// The course is archived, and archived courses cannot be updated.
+    #[error("course {id} is archived")]
+    Archived {
+        /// The archived course's id.
+        id: CourseId,
+    },
+    /// Another active course already has the new title.
+    #[error("an active course is already titled {title:?}")]
+    DuplicateTitle {
+        /// The title that was asked for.
+        title: CourseTitle,
+    },
+    /// The storage failed (or the course kept changing under us).
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Why [`Catalog::archive`] refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ArchiveCourseError {
+    /// No course has this id.
+    #[error("no course with id {id}")]
+    NotFound {
+        /// The id that was asked for.
+        id: CourseId,
+    },
+    /// The storage failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Why [`Catalog::get`] found nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum GetCourseError {
+    /// No course has this id.
+    #[error("no course with id {id}")]
+    NotFound {
+        /// The id that was asked for.
+        id: CourseId,
+    },
+    /// The storage failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl Catalog {
+    /// A catalog over `store`.
+    pub fn new(store: impl CourseStore) -> Self {
+        Self {
+            store: Arc::new(store),
+        }
+    }
+
+    /// Creates an active course.
+    ///
+    /// # Errors
+    /// [`CreateCourseError::DuplicateTitle`] when an active course has the same title; nothing is written.
+    pub async fn create(&self, new_course: NewCourse) -> Result<Course, CreateCourseError> {
+        let title = new_course.title.clone();
+        let course = Course::create(new_course, OffsetDateTime::now_utc());
+        self.blocking(move |store| match store.insert(&course) {
+            Ok(()) => Ok(course),
+            Err(WriteError::DuplicateTitle) => Err(CreateCourseError::DuplicateTitle { title }),
+            Err(WriteError::Store(error)) => Err(error.into()),
+        })
+        .await?
+    }
+
+    /// Changes the given fields of an active course. Changing nothing (same values) is a success
+    /// that writes nothing.
+    ///
+    /// # Errors
+    /// [`UpdateCourseError`] naming the rule that refused; nothing is written.
+    pub async fn update(
+        &self,
+        id: CourseId,
+        changes: CourseChanges,
+    ) -> Result<Course, UpdateCourseError> {
+        if changes.is_empty() {
+            return Err(UpdateCourseError::NothingToUpdate);
+        }
+        self.blocking(move |store| {
+            for _ in 0..MAX_REVISION_ATTEMPTS {
+                let current = store.find(id)?.ok_or(UpdateCourseError::NotFound { id })?;
+                let next = match current.with_changes(&changes, OffsetDateTime::now_utc()) {
+                    Err(ChangeRefusal::Archived) => return Err(UpdateCourseError::Archived { id }),
+                    Ok(None) => return Ok(current),
+                    Ok(Some(next)) => next,
+                };
+                match store.replace(current.version(), &next) {
+                    Ok(Replaced::Done) => return Ok(next),
+                    Ok(Replaced::Stale) => {}
+                    Err(WriteError::DuplicateTitle) => {
+                        return Err(UpdateCourseError::DuplicateTitle {
+                            title: next.title().clone(),
+                        });
+                    }
+                    Err(WriteError::Store(error)) => return Err(error.into()),
+                }
+            }
+            Err(StoreError::message("the course kept changing during an update").into())
+        })
+        .await?
+    }
+
+    /// Archives a course. Archiving an archived course is a success that changes nothing.
+    ///
+    /// # Errors
+    /// [`ArchiveCourseError::NotFound`] when no course has this id.
+    pub async fn archive(&self, id: CourseId) -> Result<Course, ArchiveCourseError> {
+        self.blocking(move |store| {
+            for _ in 0..MAX_REVISION_ATTEMPTS {
+                let current = store.find(id)?.ok_or(ArchiveCourseError::NotFound { id })?;
+                let Some(next) = current.archived_at(OffsetDateTime::now_utc()) else {
+                    return Ok(current);
+                };
+                match store.replace(current.version(), &next) {
+                    Ok(Replaced::Done) => return Ok(next),
+                    Ok(Replaced::Stale) => {}
+                    // Archiving only ever leaves the unique index; a duplicate here is a broken store.
+                    Err(WriteError::DuplicateTitle) => {
+                        return Err(
+                            StoreError::message("archiving reported a duplicate title").into()
+                        );
+                    }
+                    Err(WriteError::Store(error)) => return Err(error.into()),
+                }
+            }
+            Err(StoreError::message("the course kept changing during archiving").into())
+        })
+        .await?
+    }
+
+    /// The course with this id, archived ones included.
+    ///
+    /// # Errors
+    /// [`GetCourseError::NotFound`] when no course has this id.
+    pub async fn get(&self, id: CourseId) -> Result<Course, GetCourseError> {
+        self.blocking(move |store| store.find(id)?.ok_or(GetCourseError::NotFound { id }))
+            .await?
+    }
+
+    /// A page of active courses, oldest first, starting after `after` (from the start when `None`).
+    ///
+    /// # Errors
+    /// [`StoreError`] when the storage fails.
+    pub async fn active_page(
+        &self,
+        after: Option<PageCursor>,
+        size: PageSize,
+    ) -> Result<CoursePage, StoreError> {
+        self.blocking(move |store| {
+            // One extra row tells whether a next page exists without a second query.
+            let size = usize::from(size.get());
+            let mut courses = store.active_page(after, size + 1)?;
+            let next = if courses.len() > size {
+                courses.truncate(size);
+                courses.last().map(PageCursor::after)
+            } else {
+                None
+            };
+            Ok(CoursePage { courses, next })
+        })
+        .await?
+    }
+
+    /// How many courses are active.
+    ///
+    /// # Errors
+    /// [`StoreError`] when the storage fails.
+    pub async fn count_active(&self) -> Result<u64, StoreError> {
+        self.blocking(|store| store.count_active()).await?
+    }
+
+    async fn blocking<T, F>(&self, work: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&dyn CourseStore) -> T + Send + 'static,
+    {
+        let store = Arc::clone(&self.store);
+        tokio::task::spawn_blocking(move || work(store.as_ref()))
+            .await
+            .map_err(|join_error| StoreError::new("the store task did not finish", join_error))
+    }
+}

@@ -1,0 +1,273 @@
+//! [`Course`]: the entity, and the pure rules that change it.
+
+use time::OffsetDateTime;
+
+use crate::{CourseId, CourseTitle, WorkloadHours};
+
+/// A course of the catalog, archived or not.
+///
+/// **Invariant:** every field holds a value that passed its rule; a `Course` is only made by
+/// [`Course::create`], by the rules below, or by a store reading back what a rule made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Course {
+    id: CourseId,
+    title: CourseTitle,
+    workload_hours: WorkloadHours,
+    archived: bool,
+    version: u64,
+    created_at: OffsetDateTime,
+    updated_at: OffsetDateTime,
+}
+
+/// What a caller asks for when creating a course.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewCourse {
+    /// The title of the new course.
+    pub title: CourseTitle,
+    /// Its workload.
+    pub workload_hours: WorkloadHours,
+}
+
+/// A partial update: the fields set are changed, the others are kept.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CourseChanges {
+    /// A new title, if any.
+    pub title: Option<CourseTitle>,
+    /// A new workload, if any.
+    pub workload_hours: Option<WorkloadHours>,
+}
+
+impl CourseChanges {
+    /// True when no field is set: such an update is refused.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.title.is_none() && self.workload_hours.is_none()
+    }
+}
+
+/// Why a rule refused to change a course.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ChangeRefusal {
+    /// The course is archived; archived courses are read-only.
+    Archived,
+}
+
+impl Course {
+    /// A new active course, version 1, created and updated at `now`.
+    #[must_use]
+    pub fn create(new_course: NewCourse, now: OffsetDateTime) -> Self {
+        let now = truncate_to_millis(now);
+        Self {
+            id: CourseId::generate(),
+            title: new_course.title,
+            workload_hours: new_course.workload_hours,
+            archived: false,
+            version: 1,
+            created_at: now,
+            updated_at: now,
+        }
+    }
+
+    /// Rebuilds a course from stored fields. Only stores call this, with values a rule produced.
+    #[doc(hidden)]
+    #[must_use]
+    pub fn from_stored(
+        id: CourseId,
+        title: CourseTitle,
+        workload_hours: WorkloadHours,
+        archived: bool,
+        version: u64,
+        created_at: OffsetDateTime,
+        updated_at: OffsetDateTime,
+    ) -> Self {
+        Self {
+            id,
+            title,
+            workload_hours,
+            archived,
+            version,
+            created_at,
+            updated_at,
+        }
+    }
+
+    /// The course with `changes` applied, or `Ok(None)` when they change nothing.
+    pub(crate) fn with_changes(
+        &self,
+        changes: &CourseChanges,
+        now: OffsetDateTime,
+    ) -> Result<Option<Self>, ChangeRefusal> {
+        if self.archived {
+            return Err(ChangeRefusal::Archived);
+        }
+        let title = changes.title.clone().unwrap_or_else(|| self.title.clone());
+        let workload_hours = changes.workload_hours.unwrap_or(self.workload_hours);
+        if title == self.title && workload_hours == self.workload_hours {
+            return Ok(None);
+        }
+        Ok(Some(Self {
+            title,
+            workload_hours,
+            ..self.next_revision(now)
+        }))
+    }
+
+    /// The course archived, or `None` when it already is (archiving twice is a no-op).
+    pub(crate) fn archived_at(&self, now: OffsetDateTime) -> Option<Self> {
+        (!self.archived).then(|| Self {
+            archived: true,
+            ..self.next_revision(now)
+        })
+    }
+
+    fn next_revision(&self, now: OffsetDateTime) -> Self {
+        // Never move `updated_at` backwards, even if the wall clock does.
+        let now = truncate_to_millis(now).max(self.updated_at);
+        Self {
+            version: self.version + 1,
+            updated_at: now,
+            ..self.clone()
+        }
+    }
+
+    /// The course's identity.
+    #[must_use]
+    pub fn id(&self) -> CourseId {
+        self.id
+    }
+
+    /// Its title.
+    #[must_use]
+    pub fn title(&self) -> &CourseTitle {
+        &self.title
+    }
+
+    /// Its workload.
+    #[must_use]
+    pub fn workload_hours(&self) -> WorkloadHours {
+        self.workload_hours
+    }
+
+    /// True once archived: the course has left the catalog and can no longer be updated.
+    #[must_use]
+    pub fn is_archived(&self) -> bool {
+        self.archived
+    }
+
+    /// Revision counter: 1 at creation, plus one for every accepted change.
+    #[must_use]
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    /// When it was created (UTC, millisecond precision).
+    #[must_use]
+    pub fn created_at(&self) -> OffsetDateTime {
+        self.created_at
+    }
+
+    /// When it last changed (UTC, millisecond precision).
+    #[must_use]
+    pub fn updated_at(&self) -> OffsetDateTime {
+        self.updated_at
+    }
+}
+
+/// Timestamps are kept at millisecond precision, in UTC, everywhere.
+pub(crate) fn truncate_to_millis(instant: OffsetDateTime) -> OffsetDateTime {
+    let instant = instant.to_offset(time::UtcOffset::UTC);
+    let millis = instant.millisecond();
+    instant.replace_millisecond(millis).unwrap_or(instant)
+}
+
+#[cfg(test)]
+mod tests {
+    use time::macros::datetime;
+
+    use super::*;
+
+    fn course() -> Course {
+        Course::create(
+            NewCourse {
+                title: CourseTitle::parse("Rust").expect("valid title"),
+                workload_hours: WorkloadHours::parse(10).expect("valid hours"),
+            },
+            datetime!(2026-11-30 12:00:00.123456 UTC),
+        )
+    }
+
+    #[test]
+    fn a_new_course_is_active_at_version_one_with_millisecond_timestamps() {
+        let course = course();
+        assert!(!course.is_archived());
+        assert_eq!(course.version(), 1);
+        assert_eq!(course.created_at(), datetime!(2026-11-30 12:00:00.123 UTC));
+        assert_eq!(course.updated_at(), course.created_at());
+    }
+
+    #[test]
+    fn a_change_bumps_the_version_and_the_update_time_but_keeps_the_identity() {
+        let before = course();
+        let changes = CourseChanges {
+            workload_hours: WorkloadHours::parse(20).ok(),
+            ..CourseChanges::default()
+        };
+        let after = before
+            .with_changes(&changes, datetime!(2026-11-30 13:00 UTC))
+            .expect("allowed")
+            .expect("changed");
+        assert_eq!(
+            (after.id(), after.version(), after.workload_hours().get()),
+            (before.id(), 2, 20)
+        );
+        assert_eq!(after.title(), before.title());
+        assert_eq!(after.created_at(), before.created_at());
+        assert_eq!(after.updated_at(), datetime!(2026-11-30 13:00 UTC));
+    }
+
+    #[test]
+    fn a_change_to_the_same_values_changes_nothing() {
+        let before = course();
+        let changes = CourseChanges {
+            title: Some(before.title().clone()),
+            workload_hours: Some(before.workload_hours()),
+        };
+        assert_eq!(
+            before.with_changes(&changes, datetime!(2026-12-01 0:00 UTC)),
+            Ok(None)
+        );
+    }
+
+    #[test]
+    fn an_archived_course_refuses_changes() {
+        let archived = course()
+            .archived_at(datetime!(2026-12-01 0:00 UTC))
+            .expect("was active");
+        let changes = CourseChanges {
+            workload_hours: WorkloadHours::parse(20).ok(),
+            ..CourseChanges::default()
+        };
+        assert_eq!(
+            archived.with_changes(&changes, datetime!(2026-12-02 0:00 UTC)),
+            Err(ChangeRefusal::Archived)
+        );
+    }
+
+    #[test]
+    fn archiving_an_archived_course_is_a_no_op() {
+        let archived = course()
+            .archived_at(datetime!(2026-12-01 0:00 UTC))
+            .expect("was active");
+        assert!(archived.is_archived());
+        assert_eq!(archived.archived_at(datetime!(2026-12-02 0:00 UTC)), None);
+    }
+
+    #[test]
+    fn the_update_time_never_moves_backwards_when_the_clock_does() {
+        let before = course();
+        let archived = before
+            .archived_at(datetime!(2000-01-01 0:00 UTC))
+            .expect("was active");
+        assert_eq!(archived.updated_at(), before.updated_at());
+    }
+}

@@ -1,0 +1,33 @@
+//! The course catalog's domain: its rules and its persistence.
+//!
+//! - Newtypes that parse at the boundary: [`CourseId`], [`CourseTitle`], [`WorkloadHours`].
+//!   A value of one of these types already passed its rule.
+//! - The entity [`Course`] and the operations of the [`Catalog`], each with its own error type.
+//! - The persistence seam [`CourseStore`], and its default implementation [`SqliteStore`].
+//!
+//! **Architecture invariant:** this crate knows nothing of MCP, JSON-RPC, HTTP or serialization.
+//! Its types derive neither `Serialize` nor `JsonSchema`; the server library converts them by hand.
+
+mod catalog;
+mod course;
+mod course_id;
+mod course_title;
+mod page;
+mod sqlite;
+mod store;
+mod workload_hours;
+
+#[cfg(test)]
+mod catalog_tests;
+
+pub use catalog::{
+    ArchiveCourseError, Catalog, CreateCourseError, GetCourseError, UpdateCourseError,
+};
+pub use course::{Course, CourseChanges, NewCourse};
+pub use course_id::{CourseId, CourseIdError};
+pub use course_title::{CourseTitle, CourseTitleError};
+pub use page::{CoursePage, PageCursor, PageCursorError, PageSize};
+pub use sqlite::{OpenStoreError, SqliteStore};
+pub use store::{CourseStore, Replaced, StoreError, WriteError};
+pub use time::OffsetDateTime;
+pub use workload_hours::{WorkloadHours, WorkloadHoursError};

@@ -1,0 +1,334 @@
+//! [`SqliteStore`]: the default [`CourseStore`], one SQLite file, through diesel.
+//!
+//! SQLite is compiled into the binary (`libsqlite3-sys/bundled`). The file is opened in WAL
+//! mode with a busy timeout and `synchronous = FULL`, and the embedded migrations run on open.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use diesel::connection::SimpleConnection;
+use diesel::prelude::*;
+use diesel::r2d2::{ConnectionManager, CustomizeConnection, Pool, PooledConnection};
+use diesel::result::{DatabaseErrorKind, Error as DieselError};
+use diesel::sqlite::SqliteConnection;
+use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
+use time::format_description::BorrowedFormatItem;
+use time::macros::format_description;
+use time::{OffsetDateTime, PrimitiveDateTime};
+
+use crate::store::{Replaced, WriteError};
+use crate::{Course, CourseId, CourseStore, CourseTitle, PageCursor, StoreError, WorkloadHours};
+
+const MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations");
+
+/// How long a writer waits for another process's write lock before giving up.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+/// Connections kept by the pool. SQLite allows one writer at a time; more readers help the HTTP backend.
+const POOL_SIZE: u32 = 8;
+
+/// Stored timestamps: RFC 3339, UTC, millisecond precision, fixed width (text order is time order).
+const TIMESTAMP_FORMAT: &[BorrowedFormatItem<'static>] =
+    format_description!("[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z");
+
+mod schema {
+    diesel::table! {
+        courses (id) {
+            id -> Text,
+            title -> Text,
+            title_key -> Text,
+            workload_hours -> Integer,
+            archived -> Bool,
+            version -> BigInt,
+            created_at -> Text,
+            updated_at -> Text,
+        }
+    }
+}
+
+use schema::courses;
+
+/// Why [`SqliteStore::open`] failed.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenStoreError {
+    /// The database file's folder could not be created.
+    #[error("cannot create the database folder {path}")]
+    CreateFolder {
+        /// The folder.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The database file could not be opened or configured.
+    #[error("cannot open the database {path}")]
+    Open {
+        /// The database file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The embedded migrations could not be applied.
+    #[error("cannot migrate the database {path}")]
+    Migrate {
+        /// The database file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+}
+
+/// The SQLite course store: a pool of connections to one database file.
+#[derive(Clone)]
+pub struct SqliteStore {
+    pool: Pool<ConnectionManager<SqliteConnection>>,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("SqliteStore")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Debug)]
+struct ConnectionSettings;
+
+impl CustomizeConnection<SqliteConnection, diesel::r2d2::Error> for ConnectionSettings {
+    fn on_acquire(&self, connection: &mut SqliteConnection) -> Result<(), diesel::r2d2::Error> {
+        // busy_timeout first: switching to WAL may itself wait for another process's lock.
+        connection
+            .batch_execute(&format!(
+                "PRAGMA busy_timeout = {};
+                 PRAGMA journal_mode = WAL;
+                 PRAGMA synchronous = FULL;
+                 PRAGMA foreign_keys = ON;",
+                BUSY_TIMEOUT.as_millis()
+            ))
+            .map_err(diesel::r2d2::Error::QueryError)
+    }
+}
+
+impl SqliteStore {
+    /// Opens (creating it and its folder if needed) the database file at `path` and applies the
+    /// embedded migrations. Several processes may open the same file at once.
+    ///
+    /// # Errors
+    /// [`OpenStoreError`] when the folder, the file or the migrations fail.
+    pub fn open(path: &Path) -> Result<Self, OpenStoreError> {
+        if let Some(folder) = path
+            .parent()
+            .filter(|folder| !folder.as_os_str().is_empty())
+        {
+            std::fs::create_dir_all(folder).map_err(|source| OpenStoreError::CreateFolder {
+                path: folder.to_owned(),
+                source,
+            })?;
+        }
+        let open_error = |source: Box<dyn std::error::Error + Send + Sync>| OpenStoreError::Open {
+            path: path.to_owned(),
+            source,
+        };
+        let manager = ConnectionManager::<SqliteConnection>::new(path.to_string_lossy());
+        let pool = Pool::builder()
+            .max_size(POOL_SIZE)
+            .min_idle(Some(1))
+            .connection_timeout(Duration::from_secs(30))
+            .connection_customizer(Box::new(ConnectionSettings))
+            .build(manager)
+            .map_err(|error| open_error(error.into()))?;
+        let mut connection = pool.get().map_err(|error| open_error(error.into()))?;
+        // One process migrates at a time: the immediate transaction takes the write lock first.
+        connection
+            .immediate_transaction(|connection| {
+                connection
+                    .run_pending_migrations(MIGRATIONS)
+                    .map(|_| ())
+                    .map_err(|error| {
+                        // Carry the migration error out of diesel's transaction closure.
+                        DieselError::QueryBuilderError(error)
+                    })
+            })
+            .map_err(|error| OpenStoreError::Migrate {
+                path: path.to_owned(),
+                source: error.into(),
+            })?;
+        drop(connection);
+        tracing::debug!(path = %path.display(), "course store opened");
+        Ok(Self {
+            pool,
+            path: path.to_owned(),
+        })
+    }
+
+    /// The database file.
+    #[must_use]
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn connection(
+        &self,
+    ) -> Result<PooledConnection<ConnectionManager<SqliteConnection>>, StoreError> {
+        self.pool
+            .get()
+            .map_err(|error| StoreError::new("no database connection available", error))
+    }
+}
+
+#[derive(Debug, Queryable, Selectable, Insertable, AsChangeset)]
+#[diesel(table_name = courses, check_for_backend(diesel::sqlite::Sqlite))]
+struct CourseRow {
+    id: String,
+    title: String,
+    title_key: String,
+    workload_hours: i32,
+    archived: bool,
+    version: i64,
+    created_at: String,
+    updated_at: String,
+}
+
+impl CourseRow {
+    fn from_course(course: &Course) -> Result<Self, StoreError> {
+        Ok(Self {
+            id: course.id().to_string(),
+            title: course.title().as_str().to_owned(),
+            title_key: course.title().comparison_key(),
+            workload_hours: i32::from(course.workload_hours().get()),
+            archived: course.is_archived(),
+            version: i64::try_from(course.version())
+                .map_err(|error| StoreError::new("version out of range", error))?,
+            created_at: format_timestamp(course.created_at())?,
+            updated_at: format_timestamp(course.updated_at())?,
+        })
+    }
+
+    fn into_course(self) -> Result<Course, StoreError> {
+        let invalid = |_| StoreError::message("a stored course breaks the catalog's rules");
+        Ok(Course::from_stored(
+            CourseId::parse(&self.id)
+                .map_err(|_| StoreError::message("a stored course id is invalid"))?,
+            CourseTitle::parse(&self.title)
+                .map_err(|_| StoreError::message("a stored course title is invalid"))?,
+            WorkloadHours::parse(i64::from(self.workload_hours))
+                .map_err(|_| StoreError::message("a stored workload is invalid"))?,
+            self.archived,
+            u64::try_from(self.version).map_err(invalid)?,
+            parse_timestamp(&self.created_at)?,
+            parse_timestamp(&self.updated_at)?,
+        ))
+    }
+}
+
+fn format_timestamp(instant: OffsetDateTime) -> Result<String, StoreError> {
+    instant
+        .to_offset(time::UtcOffset::UTC)
+        .format(TIMESTAMP_FORMAT)
+        .map_err(|error| StoreError::new("cannot format a timestamp", error))
+}
+
+fn parse_timestamp(text: &str) -> Result<OffsetDateTime, StoreError> {
+    PrimitiveDateTime::parse(text, TIMESTAMP_FORMAT)
+        .map(PrimitiveDateTime::assume_utc)
+        .map_err(|error| StoreError::new("a stored timestamp is invalid", error))
+}
+
+fn write_error(context: &'static str, error: DieselError) -> WriteError {
+    match &error {
+        DieselError::DatabaseError(DatabaseErrorKind::UniqueViolation, info)
+            if info.message().contains("title_key") =>
+        {
+            WriteError::DuplicateTitle
+        }
+        _ => WriteError::Store(StoreError::new(context, error)),
+    }
+}
+
+/// Only active courses: a literal (not a bound parameter) so SQLite can use the partial indexes.
+fn is_active() -> diesel::expression::SqlLiteral<diesel::sql_types::Bool> {
+    diesel::dsl::sql::<diesel::sql_types::Bool>("archived = 0")
+}
+
+impl CourseStore for SqliteStore {
+    fn insert(&self, course: &Course) -> Result<(), WriteError> {
+        let row = CourseRow::from_course(course)?;
+        diesel::insert_into(courses::table)
+            .values(&row)
+            .execute(&mut self.connection()?)
+            .map(|_| ())
+            .map_err(|error| write_error("cannot insert a course", error))
+    }
+
+    fn replace(&self, expected_version: u64, course: &Course) -> Result<Replaced, WriteError> {
+        let row = CourseRow::from_course(course)?;
+        let expected_version = i64::try_from(expected_version)
+            .map_err(|error| StoreError::new("version out of range", error))?;
+        let updated = diesel::update(courses::table)
+            .filter(courses::id.eq(&row.id))
+            .filter(courses::version.eq(expected_version))
+            .set(&row)
+            .execute(&mut self.connection()?)
+            .map_err(|error| write_error("cannot update a course", error))?;
+        Ok(if updated == 1 {
+            Replaced::Done
+        } else {
+            Replaced::Stale
+        })
+    }
+
+    fn find(&self, id: CourseId) -> Result<Option<Course>, StoreError> {
+        courses::table
+            .find(id.to_string())
+            .select(CourseRow::as_select())
+            .first(&mut self.connection()?)
+            .optional()
+            .map_err(|error| StoreError::new("cannot read a course", error))?
+            .map(CourseRow::into_course)
+            .transpose()
+    }
+
+    fn active_page(
+        &self,
+        after: Option<PageCursor>,
+        limit: usize,
+    ) -> Result<Vec<Course>, StoreError> {
+        let limit = i64::try_from(limit)
+            .map_err(|error| StoreError::new("page size out of range", error))?;
+        let mut query = courses::table
+            .filter(is_active())
+            .order((courses::created_at.asc(), courses::id.asc()))
+            .limit(limit)
+            .select(CourseRow::as_select())
+            .into_boxed();
+        if let Some(cursor) = after {
+            let created_at = format_timestamp(cursor.created_at)?;
+            query = query.filter(
+                courses::created_at
+                    .gt(created_at.clone())
+                    .or(courses::created_at
+                        .eq(created_at)
+                        .and(courses::id.gt(cursor.id.to_string()))),
+            );
+        }
+        query
+            .load(&mut self.connection()?)
+            .map_err(|error| StoreError::new("cannot read a catalog page", error))?
+            .into_iter()
+            .map(CourseRow::into_course)
+            .collect()
+    }
+
+    fn count_active(&self) -> Result<u64, StoreError> {
+        let count: i64 = courses::table
+            .filter(is_active())
+            .count()
+            .get_result(&mut self.connection()?)
+            .map_err(|error| StoreError::new("cannot count the catalog", error))?;
+        u64::try_from(count).map_err(|error| StoreError::new("negative count", error))
+    }
+}

@@ -1,0 +1,102 @@
+//! The persistence seam: [`CourseStore`], the narrow port every store implements.
+//!
+//! The rules never live here. A store keeps courses, enforces the one rule a database must
+//! enforce to be safe under concurrency (no two active courses share a title comparison key),
+//! and swaps a course for its next revision only if nobody changed it in between.
+
+use std::error::Error as StdError;
+
+use crate::{Course, CourseId, PageCursor};
+
+/// A failure of the storage itself (I/O, a corrupt file, a pool timeout): never the caller's fault.
+///
+/// Its text is safe to log; the server never sends it to a client.
+#[derive(Debug, thiserror::Error)]
+#[error("course store failure: {context}")]
+pub struct StoreError {
+    context: &'static str,
+    #[source]
+    source: Option<Box<dyn StdError + Send + Sync>>,
+}
+
+impl StoreError {
+    /// A store failure while doing `context`, caused by `source`.
+    pub fn new(context: &'static str, source: impl Into<Box<dyn StdError + Send + Sync>>) -> Self {
+        Self {
+            context,
+            source: Some(source.into()),
+        }
+    }
+
+    /// A store failure with no underlying error (a row the store cannot read back, say).
+    #[must_use]
+    pub fn message(context: &'static str) -> Self {
+        Self {
+            context,
+            source: None,
+        }
+    }
+}
+
+/// Why a store did not write a course.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    /// Another active course already has this title's comparison key.
+    #[error("an active course already has this title")]
+    DuplicateTitle,
+    /// The storage failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// The outcome of [`CourseStore::replace`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Replaced {
+    /// The stored course was at the expected version and now holds the new revision.
+    Done,
+    /// The stored course is no longer at the expected version (or is gone): nothing was written.
+    Stale,
+}
+
+/// Where courses are kept. Implementations are blocking; the [`Catalog`](crate::Catalog) calls
+/// them off the async runtime's worker threads.
+///
+/// **Contract:** `insert` and `replace` fail with [`WriteError::DuplicateTitle`], writing nothing,
+/// when the course is active and another active course has the same
+/// [`comparison_key`](crate::CourseTitle::comparison_key), also when two writers race.
+pub trait CourseStore: Send + Sync + std::fmt::Debug + 'static {
+    /// Stores a new course.
+    ///
+    /// # Errors
+    /// [`WriteError::DuplicateTitle`], or [`WriteError::Store`].
+    fn insert(&self, course: &Course) -> Result<(), WriteError>;
+
+    /// Replaces the course with `course.id()` by `course`, only if it is still at `expected_version`.
+    ///
+    /// # Errors
+    /// [`WriteError::DuplicateTitle`], or [`WriteError::Store`].
+    fn replace(&self, expected_version: u64, course: &Course) -> Result<Replaced, WriteError>;
+
+    /// The course with this id, archived or not.
+    ///
+    /// # Errors
+    /// [`StoreError`] when the storage fails.
+    fn find(&self, id: CourseId) -> Result<Option<Course>, StoreError>;
+
+    /// Up to `limit` active courses after `after` (from the start when `None`), oldest first,
+    /// ties broken by id.
+    ///
+    /// # Errors
+    /// [`StoreError`] when the storage fails.
+    fn active_page(
+        &self,
+        after: Option<PageCursor>,
+        limit: usize,
+    ) -> Result<Vec<Course>, StoreError>;
+
+    /// How many courses are active.
+    ///
+    /// # Errors
+    /// [`StoreError`] when the storage fails.
+    fn count_active(&self) -> Result<u64, StoreError>;
+}
