@@ -1,1 +1,135 @@
-//! placeholder
+//! The mcp-cursos HTTP backend: the server library over Streamable HTTP, behind an API key.
+//!
+//! [`app`] builds the whole router (tests drive it directly); [`serve`] runs it on a listener
+//! with `TCP_NODELAY` on every accepted socket and a graceful shutdown. The binary only reads
+//! its [`Settings`], opens the store and calls these.
+//!
+//! | route | auth | what |
+//! |---|---|---|
+//! | `POST /mcp` | `Authorization: Bearer <API_KEY>` | MCP over Streamable HTTP (stateless, JSON responses) |
+//! | `GET /health` | none | liveness: `{"status":"ok"}` |
+//!
+//! Every route first passes the Host/Origin check ([`RequestGuard`]): 403 otherwise.
+
+mod api_key;
+mod guard;
+mod settings;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::serve::ListenerExt;
+use courses_domain::Catalog;
+use mcp_server::CursosServer;
+use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+pub use api_key::{ApiKey, ApiKeyError};
+pub use guard::{AllowedHostError, RequestGuard};
+pub use settings::Settings;
+
+/// The largest request body accepted on `/mcp` (413 beyond it).
+pub const MAX_REQUEST_BODY_BYTES: usize = 1024 * 1024;
+
+/// What the router needs besides the catalog.
+#[derive(Debug, Clone)]
+pub struct AppConfig {
+    /// The key clients must present.
+    pub api_key: ApiKey,
+    /// The Host/Origin allow-list.
+    pub guard: RequestGuard,
+}
+
+/// The backend's router: `/mcp` (authenticated) and `/health`, behind the Host/Origin check.
+///
+/// `shutdown` ends open response streams when the server stops.
+#[must_use]
+pub fn app(catalog: Catalog, config: AppConfig, shutdown: CancellationToken) -> Router {
+    let mcp_config = StreamableHttpServerConfig::default()
+        // Stateless with JSON responses: any replica can answer any request (ADR 0005).
+        .with_legacy_session_mode(false)
+        .with_json_response(true)
+        .with_max_request_body_bytes(MAX_REQUEST_BODY_BYTES)
+        // Host and Origin are checked by our own middleware for every route, before auth.
+        .disable_allowed_hosts()
+        .with_cancellation_token(shutdown);
+    let mcp_service = StreamableHttpService::new(
+        move || Ok(CursosServer::new(catalog.clone())),
+        Arc::new(NeverSessionManager::default()),
+        mcp_config,
+    );
+    let api_key = Arc::new(config.api_key);
+    let mcp_routes = Router::new().nest_service("/mcp", mcp_service).layer(middleware::from_fn_with_state(api_key, require_api_key));
+    Router::new()
+        .route("/health", get(health))
+        .merge(mcp_routes)
+        .layer(middleware::from_fn_with_state(Arc::new(config.guard), guard::check_host_and_origin))
+}
+
+/// Serves `router` on `listener` until `shutdown` is cancelled, then lets in-flight requests finish.
+///
+/// # Errors
+/// When the listener fails.
+pub async fn serve(listener: tokio::net::TcpListener, router: Router, shutdown: CancellationToken) -> std::io::Result<()> {
+    let listener = listener.tap_io(|stream| {
+        // Without it, small SSE frames wait ~40 ms behind Nagle's algorithm.
+        if let Err(error) = stream.set_nodelay(true) {
+            tracing::warn!(%error, "cannot set TCP_NODELAY on an accepted socket");
+        }
+    });
+    axum::serve(listener, router).with_graceful_shutdown(async move { shutdown.cancelled().await }).await
+}
+
+async fn health() -> impl IntoResponse {
+    axum::Json(json!({ "status": "ok", "version": env!("CARGO_PKG_VERSION") }))
+}
+
+/// 401 with `WWW-Authenticate: Bearer` unless the request carries the API key. The key is
+/// compared in constant time and never logged.
+async fn require_api_key(State(api_key): State<Arc<ApiKey>>, request: Request, next: Next) -> Response {
+    let presented = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .map(HeaderValue::as_bytes)
+        .and_then(|value| value.get(..7).filter(|scheme| scheme.eq_ignore_ascii_case(b"bearer ")).map(|_| &value[7..]));
+    match presented {
+        Some(token) if api_key.matches(token) => next.run(request).await,
+        Some(_) => unauthorized("invalid_token", "the API key is not valid"),
+        None => unauthorized("invalid_request", "missing Authorization: Bearer <API_KEY>"),
+    }
+}
+
+fn unauthorized(code: &'static str, description: &'static str) -> Response {
+    tracing::warn!(reason = description, "request refused by the API key check");
+    let challenge = format!("Bearer realm=\"mcp-cursos\", error=\"{code}\"");
+    let mut response = (StatusCode::UNAUTHORIZED, axum::Json(json!({ "error": "unauthorized", "message": description }))).into_response();
+    if let Ok(value) = HeaderValue::from_str(&challenge) {
+        response.headers_mut().insert(header::WWW_AUTHENTICATE, value);
+    }
+    response
+}
+
+/// The message that hands a generated key to the operator, with a client config to paste.
+#[must_use]
+pub fn generated_key_message(api_key: &ApiKey, url: &str) -> String {
+    let config = json!({
+        "mcpServers": {
+            "cursos": { "type": "http", "url": url, "headers": { "Authorization": format!("Bearer {}", api_key.expose()) } }
+        }
+    });
+    let config = serde_json::to_string_pretty(&config).unwrap_or_default();
+    format!(
+        "No API_KEY was configured, so this one was generated. It is shown only now and changes at every start;\n\
+         set API_KEY (or --api-key) to keep one.\n\n\
+         API_KEY={key}\n\n\
+         Client configuration (Cursor .cursor/mcp.json, Claude Desktop, VS Code: see the README):\n{config}\n",
+        key = api_key.expose()
+    )
+}

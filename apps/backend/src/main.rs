@@ -1,1 +1,78 @@
-fn main() {}
+//! `mcp-cursos-backend`: reads its settings, opens the store and serves the router of the `backend` library.
+
+use std::io::{IsTerminal, Write};
+
+use anyhow::Context;
+use backend::{ApiKey, AppConfig, RequestGuard, Settings};
+use clap::Parser;
+use courses_domain::{Catalog, SqliteStore};
+use tokio_util::sync::CancellationToken;
+use tracing_subscriber::EnvFilter;
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let settings = Settings::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,rmcp=warn")))
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
+
+    let guard = RequestGuard::loopback()
+        .with_hosts(settings.allowed_hosts.iter().map(String::as_str))
+        .context("invalid ALLOWED_HOSTS")?
+        .with_origins(settings.allowed_origins.iter().map(String::as_str));
+    let configured_key = settings.api_key.as_deref().map(ApiKey::parse).transpose().context("invalid API_KEY")?;
+    let store = SqliteStore::open(&settings.database_path).context("cannot open the course database")?;
+    tracing::info!(database = %settings.database_path.display(), "course database ready");
+
+    let listener = tokio::net::TcpListener::bind((settings.host.as_str(), settings.port))
+        .await
+        .with_context(|| format!("cannot listen on {}:{}", settings.host, settings.port))?;
+    let address = listener.local_addr()?;
+    let url = format!("http://{address}/mcp");
+
+    let api_key = match configured_key {
+        Some(key) => key,
+        None => {
+            let key = ApiKey::generate().context("cannot generate an API key")?;
+            // Printed once, on stdout, for the operator; never through the log.
+            let mut stdout = std::io::stdout().lock();
+            stdout.write_all(backend::generated_key_message(&key, &url).as_bytes())?;
+            stdout.flush()?;
+            key
+        }
+    };
+
+    let shutdown = CancellationToken::new();
+    let router = backend::app(Catalog::new(store), AppConfig { api_key, guard }, shutdown.clone());
+    tokio::spawn(stop_on_signal(shutdown.clone()));
+    tracing::info!(%url, "mcp-cursos-backend listening");
+    backend::serve(listener, router, shutdown).await.context("the HTTP server failed")?;
+    tracing::info!("mcp-cursos-backend stopped");
+    Ok(())
+}
+
+/// Cancels `shutdown` on SIGINT or SIGTERM.
+async fn stop_on_signal(shutdown: CancellationToken) {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(error) => {
+                tracing::warn!(%error, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = interrupt => tracing::info!("SIGINT received, shutting down"),
+        () = terminate => tracing::info!("SIGTERM received, shutting down"),
+    }
+    shutdown.cancel();
+}

@@ -1,1 +1,18 @@
-//! placeholder
+//! The mcp-cursos MCP server: every resource, tool and prompt of the catalog, on the `rmcp` SDK.
+//!
+//! [`CursosServer`] is the one registration point (see its module docs for the whole surface).
+//! Both apps, stdio and Streamable HTTP, serve this same handler, so behaviour matches on both
+//! transports.
+//!
+//! **API boundary:** this is the only library that knows rmcp and the contract's Portuguese wire
+//! names. It converts domain values to wire types by hand ([`wire`]) and maps each domain error
+//! to exactly one MCP outcome (`outcomes`).
+
+mod arguments;
+mod outcomes;
+mod prompts;
+mod server;
+pub mod uris;
+pub mod wire;
+
+pub use server::{CursosServer, INSTRUCTIONS};

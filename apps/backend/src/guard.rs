@@ -1,0 +1,186 @@
+//! Host and Origin validation: the HTTP server's defence against DNS rebinding.
+//!
+//! A request is served only when its `Host` names this server (loopback by default, plus the
+//! names a deployment allows), and, when it carries an `Origin`, that origin's host is allowed
+//! too (or the origin is listed exactly). Anything else gets 403 before authentication runs.
+
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+/// One allowed host name, with an optional port (an entry without a port allows any port).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct HostEntry {
+    host: String,
+    port: Option<u16>,
+}
+
+/// Why an `ALLOWED_HOSTS` or `ALLOWED_ORIGINS` entry was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("not a host name (optionally with :port): {0:?}")]
+pub struct AllowedHostError(String);
+
+/// The hosts and origins this server answers to.
+#[derive(Debug, Clone)]
+pub struct RequestGuard {
+    hosts: Vec<HostEntry>,
+    origins: Vec<String>,
+}
+
+impl RequestGuard {
+    /// Loopback only: `localhost`, `127.0.0.1` and `::1`, on any port.
+    #[must_use]
+    pub fn loopback() -> Self {
+        let hosts = ["localhost", "127.0.0.1", "::1"].map(|host| HostEntry { host: host.to_owned(), port: None }).to_vec();
+        Self { hosts, origins: Vec::new() }
+    }
+
+    /// Also allows these hosts (`name` or `name:port`, `[v6]:port` for IPv6).
+    ///
+    /// # Errors
+    /// [`AllowedHostError`] for an entry that is not a host name.
+    pub fn with_hosts<'a>(mut self, hosts: impl IntoIterator<Item = &'a str>) -> Result<Self, AllowedHostError> {
+        for entry in hosts.into_iter().map(str::trim).filter(|entry| !entry.is_empty()) {
+            let (host, port) = split_host_port(entry).ok_or_else(|| AllowedHostError(entry.to_owned()))?;
+            if host.is_empty() || host.contains(['/', '*', ' ', '@']) {
+                return Err(AllowedHostError(entry.to_owned()));
+            }
+            self.hosts.push(HostEntry { host, port });
+        }
+        Ok(self)
+    }
+
+    /// Also allows these exact origins (`https://app.example.com`), whatever their host.
+    #[must_use]
+    pub fn with_origins<'a>(mut self, origins: impl IntoIterator<Item = &'a str>) -> Self {
+        self.origins.extend(
+            origins.into_iter().map(|origin| origin.trim().trim_end_matches('/').to_ascii_lowercase()).filter(|origin| !origin.is_empty()),
+        );
+        self
+    }
+
+    fn allows_host(&self, host: &str, port: Option<u16>) -> bool {
+        self.hosts.iter().any(|entry| entry.host == host && (entry.port.is_none() || entry.port == port))
+    }
+
+    fn check(&self, headers: &HeaderMap, uri_authority: Option<&str>) -> Result<(), &'static str> {
+        let host = match headers.get(header::HOST) {
+            Some(value) => value.to_str().map_err(|_| "Host header is not valid")?,
+            None => uri_authority.ok_or("Host header is missing")?,
+        };
+        let (host, port) = split_host_port(host).ok_or("Host header is not valid")?;
+        if !self.allows_host(&host, port) {
+            return Err("Host header is not allowed");
+        }
+        let Some(origin) = headers.get(header::ORIGIN) else {
+            return Ok(());
+        };
+        let origin = origin.to_str().map_err(|_| "Origin header is not valid")?.trim_end_matches('/').to_ascii_lowercase();
+        if self.origins.contains(&origin) {
+            return Ok(());
+        }
+        let (scheme, authority) = origin.split_once("://").ok_or("Origin header is not allowed")?;
+        let default_port = match scheme {
+            "http" => 80,
+            "https" => 443,
+            _ => return Err("Origin header is not allowed"),
+        };
+        let (host, port) = split_host_port(authority).ok_or("Origin header is not valid")?;
+        if self.allows_host(&host, Some(port.unwrap_or(default_port))) { Ok(()) } else { Err("Origin header is not allowed") }
+    }
+}
+
+/// Splits `host`, `host:port`, `[v6]`, `[v6]:port` or a bare IPv6 address; the host is lowercased.
+fn split_host_port(text: &str) -> Option<(String, Option<u16>)> {
+    let text = text.trim();
+    let (host, port) = if let Some(rest) = text.strip_prefix('[') {
+        let (host, after) = rest.split_once(']')?;
+        match after {
+            "" => (host, None),
+            _ => (host, Some(after.strip_prefix(':')?.parse().ok()?)),
+        }
+    } else if text.matches(':').count() == 1 {
+        let (host, port) = text.split_once(':')?;
+        (host, Some(port.parse().ok()?))
+    } else {
+        (text, None)
+    };
+    (!host.is_empty()).then(|| (host.to_ascii_lowercase(), port))
+}
+
+/// Axum middleware: 403 unless Host (and Origin, when present) are allowed.
+pub(crate) async fn check_host_and_origin(State(guard): State<Arc<RequestGuard>>, request: Request, next: Next) -> Response {
+    let authority = request.uri().authority().map(|authority| authority.as_str().to_owned());
+    match guard.check(request.headers(), authority.as_deref()) {
+        Ok(()) => next.run(request).await,
+        Err(reason) => {
+            tracing::warn!(reason, "request refused by the Host/Origin check");
+            (StatusCode::FORBIDDEN, axum::Json(serde_json::json!({ "error": format!("Forbidden: {reason}") }))).into_response()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::http::HeaderValue;
+
+    use super::*;
+
+    fn headers(host: Option<&str>, origin: Option<&str>) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        if let Some(host) = host {
+            headers.insert(header::HOST, HeaderValue::from_str(host).expect("header"));
+        }
+        if let Some(origin) = origin {
+            headers.insert(header::ORIGIN, HeaderValue::from_str(origin).expect("header"));
+        }
+        headers
+    }
+
+    #[test]
+    fn loopback_hosts_are_allowed_on_any_port() {
+        let guard = RequestGuard::loopback();
+        for host in ["127.0.0.1:3000", "localhost", "LOCALHOST:8080", "[::1]:3000", "127.0.0.1"] {
+            assert_eq!(guard.check(&headers(Some(host), None), None), Ok(()), "{host}");
+        }
+    }
+
+    #[test]
+    fn a_foreign_host_is_refused_unless_allowed() {
+        let guard = RequestGuard::loopback();
+        assert!(guard.check(&headers(Some("evil.example.com"), None), None).is_err());
+        assert!(guard.check(&headers(Some("127.0.0.1.evil.example.com:3000"), None), None).is_err());
+        let widened = guard.with_hosts(["cursos.example.com", "api.example.com:8443"]).expect("valid");
+        assert_eq!(widened.check(&headers(Some("cursos.example.com:3000"), None), None), Ok(()));
+        assert_eq!(widened.check(&headers(Some("api.example.com:8443"), None), None), Ok(()));
+        assert!(widened.check(&headers(Some("api.example.com:9999"), None), None).is_err());
+    }
+
+    #[test]
+    fn a_missing_host_falls_back_to_the_request_target_authority() {
+        let guard = RequestGuard::loopback();
+        assert_eq!(guard.check(&headers(None, None), Some("127.0.0.1:3000")), Ok(()));
+        assert!(guard.check(&headers(None, None), None).is_err());
+    }
+
+    #[test]
+    fn an_origin_must_name_an_allowed_host_or_be_listed() {
+        let guard = RequestGuard::loopback().with_origins(["https://app.example.com/"]);
+        let loopback = Some("127.0.0.1:3000");
+        assert_eq!(guard.check(&headers(loopback, Some("http://localhost:6274")), None), Ok(()));
+        assert_eq!(guard.check(&headers(loopback, Some("https://app.example.com")), None), Ok(()));
+        for origin in ["https://evil.example.com", "null", "file://", "chrome-extension://abc", "http://127.0.0.1.evil.com"] {
+            assert!(guard.check(&headers(loopback, Some(origin)), None).is_err(), "{origin}");
+        }
+    }
+
+    #[test]
+    fn an_allowed_hosts_entry_must_be_a_host_name() {
+        for entry in ["http://x.com", "*", "a b", "x.com:porta", "[::1"] {
+            assert!(RequestGuard::loopback().with_hosts([entry]).is_err(), "{entry}");
+        }
+    }
+}

@@ -1,0 +1,236 @@
+//! Tool arguments, read field by field from the raw JSON object into domain newtypes.
+//!
+//! Every refusal is a Portuguese sentence that names the field and the rule, so a model can
+//! correct its call. All problems of one call are reported together.
+
+use courses_domain::{CourseChanges, CourseId, CourseTitle, CourseTitleError, NewCourse, WorkloadHours};
+use rmcp::model::JsonObject;
+use serde_json::Value;
+
+const TITLE: &str = "titulo";
+const HOURS: &str = "cargaHoraria";
+const ID: &str = "id";
+
+/// The Portuguese sentences explaining why a call's arguments were refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ArgumentErrors(Vec<String>);
+
+impl ArgumentErrors {
+    /// All the sentences, in one text.
+    #[must_use]
+    pub(crate) fn message(&self) -> String {
+        self.0.join(" ")
+    }
+}
+
+/// Reads the arguments of `criar_curso`.
+///
+/// # Errors
+/// [`ArgumentErrors`] naming every field that is missing, of the wrong type or breaks a rule.
+pub(crate) fn create_course(arguments: &JsonObject) -> Result<NewCourse, ArgumentErrors> {
+    let mut errors = Vec::new();
+    reject_unknown(arguments, &[TITLE, HOURS], &mut errors);
+    let title = required(arguments, TITLE, &mut errors).and_then(|value| title(value, &mut errors));
+    let workload_hours = required(arguments, HOURS, &mut errors).and_then(|value| hours(value, &mut errors));
+    match (title, workload_hours) {
+        (Some(title), Some(workload_hours)) if errors.is_empty() => Ok(NewCourse { title, workload_hours }),
+        _ => Err(ArgumentErrors(errors)),
+    }
+}
+
+/// Reads the arguments of `atualizar_curso`. Absent and `null` optional fields mean "keep".
+///
+/// # Errors
+/// [`ArgumentErrors`] naming every field that is missing, of the wrong type or breaks a rule.
+pub(crate) fn update_course(arguments: &JsonObject) -> Result<(CourseId, CourseChanges), ArgumentErrors> {
+    let mut errors = Vec::new();
+    reject_unknown(arguments, &[ID, TITLE, HOURS], &mut errors);
+    let id = required(arguments, ID, &mut errors).and_then(|value| course_id(value, &mut errors));
+    let title = optional(arguments, TITLE).and_then(|value| title(value, &mut errors));
+    let workload_hours = optional(arguments, HOURS).and_then(|value| hours(value, &mut errors));
+    match id {
+        Some(id) if errors.is_empty() => Ok((id, CourseChanges { title, workload_hours })),
+        _ => Err(ArgumentErrors(errors)),
+    }
+}
+
+/// Reads the arguments of `arquivar_curso`.
+///
+/// # Errors
+/// [`ArgumentErrors`] when `id` is missing or not a course id, or an unknown field is present.
+pub(crate) fn archive_course(arguments: &JsonObject) -> Result<CourseId, ArgumentErrors> {
+    let mut errors = Vec::new();
+    reject_unknown(arguments, &[ID], &mut errors);
+    let id = required(arguments, ID, &mut errors).and_then(|value| course_id(value, &mut errors));
+    match id {
+        Some(id) if errors.is_empty() => Ok(id),
+        _ => Err(ArgumentErrors(errors)),
+    }
+}
+
+fn reject_unknown(arguments: &JsonObject, known: &[&str], errors: &mut Vec<String>) {
+    let mut unknown: Vec<&str> = arguments.keys().map(String::as_str).filter(|key| !known.contains(key)).collect();
+    if unknown.is_empty() {
+        return;
+    }
+    unknown.sort_unstable();
+    let accepted = known.iter().map(|name| format!("'{name}'")).collect::<Vec<_>>().join(", ");
+    let unknown = unknown.iter().map(|name| format!("'{}'", shorten(name))).collect::<Vec<_>>().join(", ");
+    errors.push(format!("Argumento desconhecido: {unknown}. Os argumentos aceitos são {accepted}."));
+}
+
+fn required<'a>(arguments: &'a JsonObject, field: &str, errors: &mut Vec<String>) -> Option<&'a Value> {
+    let value = optional(arguments, field);
+    if value.is_none() {
+        errors.push(match field {
+            TITLE => "Campo 'titulo' é obrigatório: informe o título do curso (texto de 1 a 200 caracteres).".to_owned(),
+            HOURS => "Campo 'cargaHoraria' é obrigatório: informe a carga horária em horas inteiras (1 a 1000).".to_owned(),
+            _ => format!("Campo '{field}' é obrigatório: informe o id (UUID) do curso."),
+        });
+    }
+    value
+}
+
+fn optional<'a>(arguments: &'a JsonObject, field: &str) -> Option<&'a Value> {
+    arguments.get(field).filter(|value| !value.is_null())
+}
+
+fn title(value: &Value, errors: &mut Vec<String>) -> Option<CourseTitle> {
+    let Some(text) = value.as_str() else {
+        errors.push("Campo 'titulo' deve ser um texto (string).".to_owned());
+        return None;
+    };
+    CourseTitle::parse(text)
+        .map_err(|error| {
+            errors.push(match error {
+                CourseTitleError::Empty => "Campo 'titulo' não pode ficar vazio.".to_owned(),
+                CourseTitleError::TooLong { chars } => format!(
+                    "Campo 'titulo' tem {chars} caracteres; o máximo é {} (sem contar espaços nas pontas).",
+                    CourseTitle::MAX_CHARS
+                ),
+                CourseTitleError::ControlCharacter => {
+                    "Campo 'titulo' não pode conter caracteres de controle (quebras de linha, tabulações e afins).".to_owned()
+                }
+            });
+        })
+        .ok()
+}
+
+fn hours(value: &Value, errors: &mut Vec<String>) -> Option<WorkloadHours> {
+    // JSON Schema's "integer" includes numbers such as 12.0; 12.5 and "12" are not integers.
+    let whole = value.as_i64().or_else(|| value.as_f64().filter(|number| number.fract() == 0.0).map(saturating_i64));
+    let Some(whole) = whole else {
+        errors.push("Campo 'cargaHoraria' deve ser um número inteiro de horas, de 1 a 1000 (por exemplo 12, sem aspas).".to_owned());
+        return None;
+    };
+    WorkloadHours::parse(whole)
+        .map_err(|_| {
+            errors.push(format!(
+                "Campo 'cargaHoraria' deve estar entre {} e {} horas; recebido: {}.",
+                WorkloadHours::MIN,
+                WorkloadHours::MAX,
+                value
+            ));
+        })
+        .ok()
+}
+
+#[allow(clippy::cast_possible_truncation, reason = "saturating on purpose: any such number is out of range anyway")]
+fn saturating_i64(number: f64) -> i64 {
+    number as i64
+}
+
+fn course_id(value: &Value, errors: &mut Vec<String>) -> Option<CourseId> {
+    let parsed = value.as_str().and_then(|text| CourseId::parse(text).ok());
+    if parsed.is_none() {
+        errors.push(
+            "Campo 'id' deve ser o id (UUID) de um curso, no formato xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx, \
+             como aparece em cursos://catalogo."
+                .to_owned(),
+        );
+    }
+    parsed
+}
+
+/// Echoing a client's text back is fine, echoing a megabyte of it is not.
+fn shorten(text: &str) -> String {
+    const MAX: usize = 40;
+    if text.chars().count() <= MAX {
+        text.to_owned()
+    } else {
+        format!("{}…", text.chars().take(MAX).collect::<String>())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn object(value: Value) -> JsonObject {
+        value.as_object().cloned().expect("an object")
+    }
+
+    fn create_error(value: Value) -> String {
+        create_course(&object(value)).expect_err("refused").message()
+    }
+
+    #[test]
+    fn valid_create_arguments_become_domain_values() {
+        let new_course = create_course(&object(json!({"titulo": " Rust ", "cargaHoraria": 40}))).expect("valid");
+        assert_eq!((new_course.title.as_str(), new_course.workload_hours.get()), ("Rust", 40));
+    }
+
+    #[test]
+    fn a_whole_number_written_with_a_decimal_point_is_an_integer() {
+        let new_course = create_course(&object(json!({"titulo": "Rust", "cargaHoraria": 12.0}))).expect("valid");
+        assert_eq!(new_course.workload_hours.get(), 12);
+    }
+
+    #[test]
+    fn each_refusal_names_its_field() {
+        assert!(create_error(json!({"cargaHoraria": 1})).contains("'titulo' é obrigatório"));
+        assert!(create_error(json!({"titulo": "Rust"})).contains("'cargaHoraria' é obrigatório"));
+        assert!(create_error(json!({"titulo": 12, "cargaHoraria": 1})).contains("'titulo' deve ser um texto"));
+        assert!(create_error(json!({"titulo": "  ", "cargaHoraria": 1})).contains("'titulo' não pode ficar vazio"));
+        assert!(create_error(json!({"titulo": "a".repeat(201), "cargaHoraria": 1})).contains("tem 201 caracteres"));
+        assert!(create_error(json!({"titulo": "a\nb", "cargaHoraria": 1})).contains("caracteres de controle"));
+        for hours in [json!("12"), json!(12.5), json!(true), json!([12]), json!({"horas": 12})] {
+            assert!(create_error(json!({"titulo": "Rust", "cargaHoraria": hours})).contains("número inteiro"), "{hours}");
+        }
+        for hours in [json!(0), json!(1001), json!(-5), json!(1e300), json!(u64::MAX)] {
+            assert!(create_error(json!({"titulo": "Rust", "cargaHoraria": hours})).contains("entre 1 e 1000"), "{hours}");
+        }
+    }
+
+    #[test]
+    fn every_problem_of_one_call_is_reported_together() {
+        let message = create_error(json!({"titulo": "", "cargaHoraria": 0, "extra": 1}));
+        assert!(message.contains("'titulo'") && message.contains("'cargaHoraria'") && message.contains("'extra'"), "{message}");
+    }
+
+    #[test]
+    fn an_unknown_argument_is_refused_and_the_accepted_ones_listed() {
+        let message = create_error(json!({"titulo": "Rust", "cargaHoraria": 10, "descricao": "x"}));
+        assert_eq!(message, "Argumento desconhecido: 'descricao'. Os argumentos aceitos são 'titulo', 'cargaHoraria'.");
+    }
+
+    #[test]
+    fn an_update_keeps_absent_and_null_fields() {
+        let id = CourseId::generate();
+        let (parsed, changes) = update_course(&object(json!({"id": id.to_string(), "titulo": null, "cargaHoraria": 8}))).expect("valid");
+        assert_eq!(parsed, id);
+        assert_eq!((changes.title, changes.workload_hours.map(WorkloadHours::get)), (None, Some(8)));
+    }
+
+    #[test]
+    fn an_update_or_archive_without_a_valid_id_is_refused() {
+        for arguments in [json!({}), json!({"id": "123"}), json!({"id": 5})] {
+            let message = archive_course(&object(arguments.clone())).expect_err("refused").message();
+            assert!(message.contains("'id'"), "{arguments}: {message}");
+            let message = update_course(&object(arguments.clone())).expect_err("refused").message();
+            assert!(message.contains("'id'"), "{arguments}: {message}");
+        }
+    }
+}

@@ -1,0 +1,123 @@
+//! Error mapping: every domain outcome becomes exactly one MCP outcome.
+//!
+//! - A refusal the caller can fix (validation, duplicate title, unknown id, archived course,
+//!   nothing to update) is a tool result with `isError: true` and a Portuguese sentence.
+//! - A storage failure is logged with its cause; the client gets a generic sentence (a tool
+//!   error from tools, an internal protocol error from resources). No SQL, path or cause leaks.
+//! - An unknown or malformed resource URI is a resource-not-found protocol error with the URI in
+//!   `data` (the SDK sends -32002 up to 2025-11-25 and -32602 from 2026-07-28).
+
+use courses_domain::{ArchiveCourseError, Course, CreateCourseError, GetCourseError, UpdateCourseError};
+use rmcp::ErrorData as McpError;
+use rmcp::model::{CallToolResult, ContentBlock, Resource};
+use serde_json::json;
+
+use crate::uris;
+use crate::wire::CourseJson;
+
+const INTERNAL_TOOL_ERROR: &str = "Erro interno ao acessar o catálogo de cursos. Tente novamente em instantes.";
+
+/// A refused tool call: `isError: true` with a Portuguese sentence for the model.
+pub(crate) fn refused(message: &str) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(message)])
+}
+
+/// The result of `criar_curso`.
+pub(crate) fn created(outcome: Result<Course, CreateCourseError>) -> CallToolResult {
+    match outcome {
+        Ok(course) => success(&course, "Curso criado"),
+        Err(CreateCourseError::DuplicateTitle { title }) => refused(&duplicate_title(title.as_str())),
+        Err(CreateCourseError::Store(error)) => internal_tool_error(&error),
+    }
+}
+
+/// The result of `atualizar_curso`.
+pub(crate) fn updated(outcome: Result<Course, UpdateCourseError>) -> CallToolResult {
+    match outcome {
+        Ok(course) => success(&course, "Curso atualizado"),
+        Err(UpdateCourseError::NothingToUpdate) => {
+            refused("Nada para atualizar: informe 'titulo', 'cargaHoraria' ou ambos, além do 'id'.")
+        }
+        Err(UpdateCourseError::NotFound { id }) => refused(&not_found(&id.to_string())),
+        Err(UpdateCourseError::Archived { id }) => refused(&format!(
+            "O curso {id} está arquivado e não pode mais ser alterado. Para oferecê-lo de novo, crie um curso novo com criar_curso."
+        )),
+        Err(UpdateCourseError::DuplicateTitle { title }) => refused(&duplicate_title(title.as_str())),
+        Err(UpdateCourseError::Store(error)) => internal_tool_error(&error),
+    }
+}
+
+/// The result of `arquivar_curso`.
+pub(crate) fn archived(outcome: Result<Course, ArchiveCourseError>) -> CallToolResult {
+    match outcome {
+        Ok(course) => success(&course, "Curso arquivado"),
+        Err(ArchiveCourseError::NotFound { id }) => refused(&not_found(&id.to_string())),
+        Err(ArchiveCourseError::Store(error)) => internal_tool_error(&error),
+    }
+}
+
+/// Reading `cursos://{uuid}` failed.
+pub(crate) fn course_read_error(error: GetCourseError, uri: &str) -> McpError {
+    match error {
+        GetCourseError::NotFound { .. } => resource_not_found(uri),
+        GetCourseError::Store(error) => internal_protocol_error(error),
+    }
+}
+
+/// The URI names nothing this server has.
+pub(crate) fn resource_not_found(uri: &str) -> McpError {
+    McpError::resource_not_found("Recurso não encontrado.", Some(json!({ "uri": uri })))
+}
+
+/// A failure that is not the client's: logged here, generic on the wire.
+#[allow(clippy::needless_pass_by_value, reason = "used as a map_err function")]
+pub(crate) fn internal_protocol_error(error: impl std::error::Error) -> McpError {
+    tracing::error!(error = %error_chain(&error), "internal error while serving a request");
+    McpError::internal_error("Erro interno do servidor.", None)
+}
+
+fn internal_tool_error(error: &(impl std::error::Error + ?Sized)) -> CallToolResult {
+    tracing::error!(error = %error_chain(error), "internal error while running a tool");
+    refused(INTERNAL_TOOL_ERROR)
+}
+
+fn success(course: &Course, summary: &str) -> CallToolResult {
+    let json = CourseJson::from_course(course);
+    let uri = uris::course(course.id());
+    let value = serde_json::to_value(&json).unwrap_or_else(|_| json!({}));
+    let text = format!(
+        "{summary}: \"{}\" ({} h){}. Leia-o em {uri}.",
+        json.titulo,
+        json.carga_horaria,
+        if json.arquivado { ", arquivado" } else { "" }
+    );
+    let mut result = CallToolResult::success(vec![
+        ContentBlock::text(text),
+        ContentBlock::text(value.to_string()),
+        ContentBlock::resource_link(Resource::new(uri, json.titulo.clone()).with_mime_type("application/json")),
+    ]);
+    result.structured_content = Some(value);
+    result
+}
+
+fn duplicate_title(title: &str) -> String {
+    format!(
+        "Já existe um curso ativo com o título \"{title}\" (títulos são comparados sem diferenciar maiúsculas nem espaços extras). \
+         Escolha outro 'titulo' ou altere o curso existente com atualizar_curso."
+    )
+}
+
+fn not_found(id: &str) -> String {
+    format!("Curso não encontrado: nenhum curso tem o id {id}. Consulte cursos://catalogo para ver os ids existentes.")
+}
+
+fn error_chain(error: &(impl std::error::Error + ?Sized)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
