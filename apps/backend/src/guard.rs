@@ -34,7 +34,8 @@ impl RequestGuard {
     /// Loopback only: `localhost`, `127.0.0.1` and `::1`, on any port.
     #[must_use]
     pub fn loopback() -> Self {
-        let hosts = ["localhost", "127.0.0.1", "::1"].map(|host| HostEntry { host: host.to_owned(), port: None }).to_vec();
+        let hosts =
+            ["localhost", "127.0.0.1", "::1"].map(|host| HostEntry { host: host.to_owned(), port: None }).to_vec();
         Self { hosts, origins: Vec::new() }
     }
 
@@ -57,7 +58,10 @@ impl RequestGuard {
     #[must_use]
     pub fn with_origins<'a>(mut self, origins: impl IntoIterator<Item = &'a str>) -> Self {
         self.origins.extend(
-            origins.into_iter().map(|origin| origin.trim().trim_end_matches('/').to_ascii_lowercase()).filter(|origin| !origin.is_empty()),
+            origins
+                .into_iter()
+                .map(|origin| origin.trim().trim_end_matches('/').to_ascii_lowercase())
+                .filter(|origin| !origin.is_empty()),
         );
         self
     }
@@ -78,7 +82,8 @@ impl RequestGuard {
         let Some(origin) = headers.get(header::ORIGIN) else {
             return Ok(());
         };
-        let origin = origin.to_str().map_err(|_| "Origin header is not valid")?.trim_end_matches('/').to_ascii_lowercase();
+        let origin =
+            origin.to_str().map_err(|_| "Origin header is not valid")?.trim_end_matches('/').to_ascii_lowercase();
         if self.origins.contains(&origin) {
             return Ok(());
         }
@@ -89,7 +94,11 @@ impl RequestGuard {
             _ => return Err("Origin header is not allowed"),
         };
         let (host, port) = split_host_port(authority).ok_or("Origin header is not valid")?;
-        if self.allows_host(&host, Some(port.unwrap_or(default_port))) { Ok(()) } else { Err("Origin header is not allowed") }
+        if self.allows_host(&host, Some(port.unwrap_or(default_port))) {
+            Ok(())
+        } else {
+            Err("Origin header is not allowed")
+        }
     }
 }
 
@@ -112,13 +121,18 @@ fn split_host_port(text: &str) -> Option<(String, Option<u16>)> {
 }
 
 /// Axum middleware: 403 unless Host (and Origin, when present) are allowed.
-pub(crate) async fn check_host_and_origin(State(guard): State<Arc<RequestGuard>>, request: Request, next: Next) -> Response {
+pub(crate) async fn check_host_and_origin(
+    State(guard): State<Arc<RequestGuard>>,
+    request: Request,
+    next: Next,
+) -> Response {
     let authority = request.uri().authority().map(|authority| authority.as_str().to_owned());
     match guard.check(request.headers(), authority.as_deref()) {
         Ok(()) => next.run(request).await,
         Err(reason) => {
             tracing::warn!(reason, "request refused by the Host/Origin check");
-            (StatusCode::FORBIDDEN, axum::Json(serde_json::json!({ "error": format!("Forbidden: {reason}") }))).into_response()
+            (StatusCode::FORBIDDEN, axum::Json(serde_json::json!({ "error": format!("Forbidden: {reason}") })))
+                .into_response()
         }
     }
 }
@@ -172,7 +186,9 @@ mod tests {
         let loopback = Some("127.0.0.1:3000");
         assert_eq!(guard.check(&headers(loopback, Some("http://localhost:6274")), None), Ok(()));
         assert_eq!(guard.check(&headers(loopback, Some("https://app.example.com")), None), Ok(()));
-        for origin in ["https://evil.example.com", "null", "file://", "chrome-extension://abc", "http://127.0.0.1.evil.com"] {
+        for origin in
+            ["https://evil.example.com", "null", "file://", "chrome-extension://abc", "http://127.0.0.1.evil.com"]
+        {
             assert!(guard.check(&headers(loopback, Some(origin)), None).is_err(), "{origin}");
         }
     }

@@ -66,7 +66,8 @@ pub fn app(catalog: Catalog, config: AppConfig, shutdown: CancellationToken) -> 
         mcp_config,
     );
     let api_key = Arc::new(config.api_key);
-    let mcp_routes = Router::new().nest_service("/mcp", mcp_service).layer(middleware::from_fn_with_state(api_key, require_api_key));
+    let mcp_routes =
+        Router::new().nest_service("/mcp", mcp_service).layer(middleware::from_fn_with_state(api_key, require_api_key));
     Router::new()
         .route("/health", get(health))
         .merge(mcp_routes)
@@ -77,7 +78,11 @@ pub fn app(catalog: Catalog, config: AppConfig, shutdown: CancellationToken) -> 
 ///
 /// # Errors
 /// When the listener fails.
-pub async fn serve(listener: tokio::net::TcpListener, router: Router, shutdown: CancellationToken) -> std::io::Result<()> {
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    router: Router,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
     let listener = listener.tap_io(|stream| {
         // Without it, small SSE frames wait ~40 ms behind Nagle's algorithm.
         if let Err(error) = stream.set_nodelay(true) {
@@ -94,11 +99,10 @@ async fn health() -> impl IntoResponse {
 /// 401 with `WWW-Authenticate: Bearer` unless the request carries the API key. The key is
 /// compared in constant time and never logged.
 async fn require_api_key(State(api_key): State<Arc<ApiKey>>, request: Request, next: Next) -> Response {
-    let presented = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .map(HeaderValue::as_bytes)
-        .and_then(|value| value.get(..7).filter(|scheme| scheme.eq_ignore_ascii_case(b"bearer ")).map(|_| &value[7..]));
+    let presented =
+        request.headers().get(header::AUTHORIZATION).map(HeaderValue::as_bytes).and_then(|value| {
+            value.get(..7).filter(|scheme| scheme.eq_ignore_ascii_case(b"bearer ")).map(|_| &value[7..])
+        });
     match presented {
         Some(token) if api_key.matches(token) => next.run(request).await,
         Some(_) => unauthorized("invalid_token", "the API key is not valid"),
@@ -109,7 +113,9 @@ async fn require_api_key(State(api_key): State<Arc<ApiKey>>, request: Request, n
 fn unauthorized(code: &'static str, description: &'static str) -> Response {
     tracing::warn!(reason = description, "request refused by the API key check");
     let challenge = format!("Bearer realm=\"mcp-cursos\", error=\"{code}\"");
-    let mut response = (StatusCode::UNAUTHORIZED, axum::Json(json!({ "error": "unauthorized", "message": description }))).into_response();
+    let mut response =
+        (StatusCode::UNAUTHORIZED, axum::Json(json!({ "error": "unauthorized", "message": description })))
+            .into_response();
     if let Ok(value) = HeaderValue::from_str(&challenge) {
         response.headers_mut().insert(header::WWW_AUTHENTICATE, value);
     }

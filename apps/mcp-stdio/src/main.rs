@@ -33,7 +33,8 @@ async fn main() -> anyhow::Result<()> {
 
     let store = SqliteStore::open(&settings.database_path).context("cannot open the course database")?;
     tracing::info!(database = %settings.database_path.display(), "mcp-cursos-stdio ready on stdin/stdout");
-    let running = CursosServer::new(Catalog::new(store)).serve(rmcp::transport::stdio()).await.context("MCP handshake failed")?;
+    let running =
+        CursosServer::new(Catalog::new(store)).serve(rmcp::transport::stdio()).await.context("MCP handshake failed")?;
     let reason = running.waiting().await.context("the MCP session failed")?;
     tracing::info!(?reason, "mcp-cursos-stdio stopped");
     Ok(())

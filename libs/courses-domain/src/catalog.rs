@@ -7,8 +7,7 @@ use time::OffsetDateTime;
 use crate::course::ChangeRefusal;
 use crate::store::{Replaced, WriteError};
 use crate::{
-    Course, CourseChanges, CourseId, CoursePage, CourseStore, CourseTitle, NewCourse, PageCursor,
-    PageSize, StoreError,
+    Course, CourseChanges, CourseId, CoursePage, CourseStore, CourseTitle, NewCourse, PageCursor, PageSize, StoreError,
 };
 
 /// How many times an update retries when another writer changed the course in between.
@@ -97,9 +96,7 @@ pub enum GetCourseError {
 impl Catalog {
     /// A catalog over `store`.
     pub fn new(store: impl CourseStore) -> Self {
-        Self {
-            store: Arc::new(store),
-        }
+        Self { store: Arc::new(store) }
     }
 
     /// Creates an active course.
@@ -122,11 +119,7 @@ impl Catalog {
     ///
     /// # Errors
     /// [`UpdateCourseError`] naming the rule that refused; nothing is written.
-    pub async fn update(
-        &self,
-        id: CourseId,
-        changes: CourseChanges,
-    ) -> Result<Course, UpdateCourseError> {
+    pub async fn update(&self, id: CourseId, changes: CourseChanges) -> Result<Course, UpdateCourseError> {
         if changes.is_empty() {
             return Err(UpdateCourseError::NothingToUpdate);
         }
@@ -142,9 +135,7 @@ impl Catalog {
                     Ok(Replaced::Done) => return Ok(next),
                     Ok(Replaced::Stale) => {}
                     Err(WriteError::DuplicateTitle) => {
-                        return Err(UpdateCourseError::DuplicateTitle {
-                            title: next.title().clone(),
-                        });
+                        return Err(UpdateCourseError::DuplicateTitle { title: next.title().clone() });
                     }
                     Err(WriteError::Store(error)) => return Err(error.into()),
                 }
@@ -170,9 +161,7 @@ impl Catalog {
                     Ok(Replaced::Stale) => {}
                     // Archiving only ever leaves the unique index; a duplicate here is a broken store.
                     Err(WriteError::DuplicateTitle) => {
-                        return Err(
-                            StoreError::message("archiving reported a duplicate title").into()
-                        );
+                        return Err(StoreError::message("archiving reported a duplicate title").into());
                     }
                     Err(WriteError::Store(error)) => return Err(error.into()),
                 }
@@ -187,30 +176,25 @@ impl Catalog {
     /// # Errors
     /// [`GetCourseError::NotFound`] when no course has this id.
     pub async fn get(&self, id: CourseId) -> Result<Course, GetCourseError> {
-        self.blocking(move |store| store.find(id)?.ok_or(GetCourseError::NotFound { id }))
-            .await?
+        self.blocking(move |store| store.find(id)?.ok_or(GetCourseError::NotFound { id })).await?
     }
 
     /// A page of active courses, oldest first, starting after `after` (from the start when `None`).
     ///
     /// # Errors
     /// [`StoreError`] when the storage fails.
-    pub async fn active_page(
-        &self,
-        after: Option<PageCursor>,
-        size: PageSize,
-    ) -> Result<CoursePage, StoreError> {
+    pub async fn active_page(&self, after: Option<PageCursor>, size: PageSize) -> Result<CoursePage, StoreError> {
         self.blocking(move |store| {
             // One extra row tells whether a next page exists without a second query.
             let size = usize::from(size.get());
-            let mut courses = store.active_page(after, size + 1)?;
-            let next = if courses.len() > size {
-                courses.truncate(size);
-                courses.last().map(PageCursor::after)
+            let mut entries = store.active_page(after, size + 1)?;
+            let next = if entries.len() > size {
+                entries.truncate(size);
+                entries.last().map(|(_, cursor)| *cursor)
             } else {
                 None
             };
-            Ok(CoursePage { courses, next })
+            Ok(CoursePage { courses: entries.into_iter().map(|(course, _)| course).collect(), next })
         })
         .await?
     }

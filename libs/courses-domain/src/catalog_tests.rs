@@ -3,9 +3,8 @@
 use std::sync::{Arc, Barrier};
 
 use crate::{
-    ArchiveCourseError, Catalog, CourseChanges, CourseId, CourseStore, CourseTitle,
-    CreateCourseError, GetCourseError, NewCourse, PageSize, SqliteStore, UpdateCourseError,
-    WorkloadHours,
+    ArchiveCourseError, Catalog, CourseChanges, CourseId, CourseStore, CourseTitle, CreateCourseError, GetCourseError,
+    NewCourse, PageSize, SqliteStore, UpdateCourseError, WorkloadHours,
 };
 
 struct TestCatalog {
@@ -16,13 +15,8 @@ struct TestCatalog {
 
 fn open_catalog() -> TestCatalog {
     let folder = tempfile::tempdir().expect("temp dir");
-    let store =
-        SqliteStore::open(&folder.path().join("nested/folder/cursos.db")).expect("open store");
-    TestCatalog {
-        catalog: Catalog::new(store.clone()),
-        store,
-        folder,
-    }
+    let store = SqliteStore::open(&folder.path().join("nested/folder/cursos.db")).expect("open store");
+    TestCatalog { catalog: Catalog::new(store.clone()), store, folder }
 }
 
 fn new_course(title: &str, hours: i64) -> NewCourse {
@@ -43,29 +37,18 @@ fn hours(value: i64) -> WorkloadHours {
 #[tokio::test]
 async fn a_created_course_is_active_and_readable_by_its_id() {
     let test = open_catalog();
-    let created = test
-        .catalog
-        .create(new_course("  Arquitetura de Software ", 12))
-        .await
-        .expect("created");
+    let created = test.catalog.create(new_course("  Arquitetura de Software ", 12)).await.expect("created");
     assert_eq!(created.title().as_str(), "Arquitetura de Software");
     assert_eq!(created.workload_hours().get(), 12);
     assert!(!created.is_archived());
-    assert_eq!(
-        test.catalog.get(created.id()).await.expect("found"),
-        created
-    );
+    assert_eq!(test.catalog.get(created.id()).await.expect("found"), created);
     assert_eq!(test.catalog.count_active().await.expect("count"), 1);
 }
 
 #[tokio::test]
 async fn the_store_creates_its_folder_and_the_data_survives_reopening_the_file() {
     let test = open_catalog();
-    let created = test
-        .catalog
-        .create(new_course("Rust", 40))
-        .await
-        .expect("created");
+    let created = test.catalog.create(new_course("Rust", 40)).await.expect("created");
     let path = test.store.path().to_owned();
     drop(test.catalog);
     drop(test.store);
@@ -77,221 +60,94 @@ async fn the_store_creates_its_folder_and_the_data_survives_reopening_the_file()
 #[tokio::test]
 async fn a_title_already_used_by_an_active_course_is_refused_case_and_spacing_aside() {
     let test = open_catalog();
-    test.catalog
-        .create(new_course("Arquitetura de Software", 12))
-        .await
-        .expect("created");
-    let refused = test
-        .catalog
-        .create(new_course("  arquitetura   DE software", 30))
-        .await;
-    assert!(
-        matches!(refused, Err(CreateCourseError::DuplicateTitle { .. })),
-        "{refused:?}"
-    );
-    assert_eq!(
-        test.catalog.count_active().await.expect("count"),
-        1,
-        "nothing was written"
-    );
+    test.catalog.create(new_course("Arquitetura de Software", 12)).await.expect("created");
+    let refused = test.catalog.create(new_course("  arquitetura   DE software", 30)).await;
+    assert!(matches!(refused, Err(CreateCourseError::DuplicateTitle { .. })), "{refused:?}");
+    assert_eq!(test.catalog.count_active().await.expect("count"), 1, "nothing was written");
 }
 
 #[tokio::test]
 async fn an_archived_courses_title_may_be_reused() {
     let test = open_catalog();
-    let first = test
-        .catalog
-        .create(new_course("Rust", 10))
-        .await
-        .expect("created");
+    let first = test.catalog.create(new_course("Rust", 10)).await.expect("created");
     test.catalog.archive(first.id()).await.expect("archived");
-    let second = test
-        .catalog
-        .create(new_course("rust", 20))
-        .await
-        .expect("title reused");
+    let second = test.catalog.create(new_course("rust", 20)).await.expect("title reused");
     assert_ne!(first.id(), second.id());
-    assert!(
-        test.catalog
-            .get(first.id())
-            .await
-            .expect("still readable")
-            .is_archived()
-    );
+    assert!(test.catalog.get(first.id()).await.expect("still readable").is_archived());
 }
 
 #[tokio::test]
 async fn a_partial_update_changes_only_the_given_field_and_bumps_the_version() {
     let test = open_catalog();
-    let created = test
-        .catalog
-        .create(new_course("Rust", 10))
-        .await
-        .expect("created");
-    let changes = CourseChanges {
-        workload_hours: Some(hours(20)),
-        ..CourseChanges::default()
-    };
-    let updated = test
-        .catalog
-        .update(created.id(), changes)
-        .await
-        .expect("updated");
-    assert_eq!(
-        (
-            updated.title().as_str(),
-            updated.workload_hours().get(),
-            updated.version()
-        ),
-        ("Rust", 20, 2)
-    );
+    let created = test.catalog.create(new_course("Rust", 10)).await.expect("created");
+    let changes = CourseChanges { workload_hours: Some(hours(20)), ..CourseChanges::default() };
+    let updated = test.catalog.update(created.id(), changes).await.expect("updated");
+    assert_eq!((updated.title().as_str(), updated.workload_hours().get(), updated.version()), ("Rust", 20, 2));
     assert!(updated.updated_at() >= created.updated_at());
     assert_eq!(updated.created_at(), created.created_at());
-    assert_eq!(
-        test.catalog.get(created.id()).await.expect("found"),
-        updated
-    );
+    assert_eq!(test.catalog.get(created.id()).await.expect("found"), updated);
 }
 
 #[tokio::test]
 async fn an_update_with_nothing_to_change_is_refused() {
     let test = open_catalog();
-    let created = test
-        .catalog
-        .create(new_course("Rust", 10))
-        .await
-        .expect("created");
-    let refused = test
-        .catalog
-        .update(created.id(), CourseChanges::default())
-        .await;
-    assert!(
-        matches!(refused, Err(UpdateCourseError::NothingToUpdate)),
-        "{refused:?}"
-    );
+    let created = test.catalog.create(new_course("Rust", 10)).await.expect("created");
+    let refused = test.catalog.update(created.id(), CourseChanges::default()).await;
+    assert!(matches!(refused, Err(UpdateCourseError::NothingToUpdate)), "{refused:?}");
 }
 
 #[tokio::test]
 async fn an_update_to_the_current_values_writes_nothing() {
     let test = open_catalog();
-    let created = test
-        .catalog
-        .create(new_course("Rust", 10))
-        .await
-        .expect("created");
-    let same = CourseChanges {
-        title: Some(title("Rust")),
-        workload_hours: Some(hours(10)),
-    };
-    assert_eq!(
-        test.catalog
-            .update(created.id(), same)
-            .await
-            .expect("accepted"),
-        created
-    );
+    let created = test.catalog.create(new_course("Rust", 10)).await.expect("created");
+    let same = CourseChanges { title: Some(title("Rust")), workload_hours: Some(hours(10)) };
+    assert_eq!(test.catalog.update(created.id(), same).await.expect("accepted"), created);
 }
 
 #[tokio::test]
 async fn an_update_of_an_unknown_course_is_refused() {
     let test = open_catalog();
-    let changes = CourseChanges {
-        workload_hours: Some(hours(20)),
-        ..CourseChanges::default()
-    };
+    let changes = CourseChanges { workload_hours: Some(hours(20)), ..CourseChanges::default() };
     let refused = test.catalog.update(CourseId::generate(), changes).await;
-    assert!(
-        matches!(refused, Err(UpdateCourseError::NotFound { .. })),
-        "{refused:?}"
-    );
+    assert!(matches!(refused, Err(UpdateCourseError::NotFound { .. })), "{refused:?}");
 }
 
 #[tokio::test]
 async fn an_archived_course_cannot_be_updated() {
     let test = open_catalog();
-    let created = test
-        .catalog
-        .create(new_course("Rust", 10))
-        .await
-        .expect("created");
+    let created = test.catalog.create(new_course("Rust", 10)).await.expect("created");
     let archived = test.catalog.archive(created.id()).await.expect("archived");
-    let changes = CourseChanges {
-        title: Some(title("Go")),
-        ..CourseChanges::default()
-    };
+    let changes = CourseChanges { title: Some(title("Go")), ..CourseChanges::default() };
     let refused = test.catalog.update(created.id(), changes).await;
-    assert!(
-        matches!(refused, Err(UpdateCourseError::Archived { .. })),
-        "{refused:?}"
-    );
-    assert_eq!(
-        test.catalog.get(created.id()).await.expect("found"),
-        archived,
-        "nothing was written"
-    );
+    assert!(matches!(refused, Err(UpdateCourseError::Archived { .. })), "{refused:?}");
+    assert_eq!(test.catalog.get(created.id()).await.expect("found"), archived, "nothing was written");
 }
 
 #[tokio::test]
 async fn renaming_to_another_active_courses_title_is_refused_and_writes_nothing() {
     let test = open_catalog();
-    test.catalog
-        .create(new_course("Rust", 10))
-        .await
-        .expect("created");
-    let go = test
-        .catalog
-        .create(new_course("Go", 10))
-        .await
-        .expect("created");
-    let changes = CourseChanges {
-        title: Some(title("RUST")),
-        workload_hours: Some(hours(99)),
-    };
+    test.catalog.create(new_course("Rust", 10)).await.expect("created");
+    let go = test.catalog.create(new_course("Go", 10)).await.expect("created");
+    let changes = CourseChanges { title: Some(title("RUST")), workload_hours: Some(hours(99)) };
     let refused = test.catalog.update(go.id(), changes).await;
-    assert!(
-        matches!(refused, Err(UpdateCourseError::DuplicateTitle { .. })),
-        "{refused:?}"
-    );
+    assert!(matches!(refused, Err(UpdateCourseError::DuplicateTitle { .. })), "{refused:?}");
     assert_eq!(test.catalog.get(go.id()).await.expect("found"), go);
 }
 
 #[tokio::test]
 async fn renaming_a_course_to_another_spelling_of_its_own_title_is_allowed() {
     let test = open_catalog();
-    let created = test
-        .catalog
-        .create(new_course("rust avançado", 10))
-        .await
-        .expect("created");
-    let changes = CourseChanges {
-        title: Some(title("Rust Avançado")),
-        ..CourseChanges::default()
-    };
-    assert_eq!(
-        test.catalog
-            .update(created.id(), changes)
-            .await
-            .expect("updated")
-            .title()
-            .as_str(),
-        "Rust Avançado"
-    );
+    let created = test.catalog.create(new_course("rust avançado", 10)).await.expect("created");
+    let changes = CourseChanges { title: Some(title("Rust Avançado")), ..CourseChanges::default() };
+    assert_eq!(test.catalog.update(created.id(), changes).await.expect("updated").title().as_str(), "Rust Avançado");
 }
 
 #[tokio::test]
 async fn archiving_twice_is_a_no_op_success() {
     let test = open_catalog();
-    let created = test
-        .catalog
-        .create(new_course("Rust", 10))
-        .await
-        .expect("created");
+    let created = test.catalog.create(new_course("Rust", 10)).await.expect("created");
     let first = test.catalog.archive(created.id()).await.expect("archived");
-    let second = test
-        .catalog
-        .archive(created.id())
-        .await
-        .expect("archived again");
+    let second = test.catalog.archive(created.id()).await.expect("archived again");
     assert!(first.is_archived());
     assert_eq!(first, second, "the second archive changed nothing");
     assert_eq!(first.version(), 2);
@@ -301,50 +157,26 @@ async fn archiving_twice_is_a_no_op_success() {
 async fn archiving_an_unknown_course_is_refused() {
     let test = open_catalog();
     let refused = test.catalog.archive(CourseId::generate()).await;
-    assert!(
-        matches!(refused, Err(ArchiveCourseError::NotFound { .. })),
-        "{refused:?}"
-    );
+    assert!(matches!(refused, Err(ArchiveCourseError::NotFound { .. })), "{refused:?}");
 }
 
 #[tokio::test]
 async fn reading_an_unknown_course_says_not_found() {
     let test = open_catalog();
-    assert!(matches!(
-        test.catalog.get(CourseId::generate()).await,
-        Err(GetCourseError::NotFound { .. })
-    ));
+    assert!(matches!(test.catalog.get(CourseId::generate()).await, Err(GetCourseError::NotFound { .. })));
 }
 
 #[tokio::test]
 async fn an_archived_course_leaves_the_catalog_pages_and_count_but_stays_readable() {
     let test = open_catalog();
-    let kept = test
-        .catalog
-        .create(new_course("Rust", 10))
-        .await
-        .expect("created");
-    let gone = test
-        .catalog
-        .create(new_course("Go", 10))
-        .await
-        .expect("created");
+    let kept = test.catalog.create(new_course("Rust", 10)).await.expect("created");
+    let gone = test.catalog.create(new_course("Go", 10)).await.expect("created");
     test.catalog.archive(gone.id()).await.expect("archived");
-    let page = test
-        .catalog
-        .active_page(None, PageSize::default())
-        .await
-        .expect("page");
+    let page = test.catalog.active_page(None, PageSize::default()).await.expect("page");
     assert_eq!(page.courses, vec![kept]);
     assert_eq!(page.next, None);
     assert_eq!(test.catalog.count_active().await.expect("count"), 1);
-    assert!(
-        test.catalog
-            .get(gone.id())
-            .await
-            .expect("readable")
-            .is_archived()
-    );
+    assert!(test.catalog.get(gone.id()).await.expect("readable").is_archived());
 }
 
 #[tokio::test]
@@ -352,22 +184,13 @@ async fn pages_walk_every_active_course_once_oldest_first() {
     let test = open_catalog();
     let mut created = Vec::new();
     for number in 0..250 {
-        created.push(
-            test.catalog
-                .create(new_course(&format!("Curso {number:03}"), 10))
-                .await
-                .expect("created"),
-        );
+        created.push(test.catalog.create(new_course(&format!("Curso {number:03}"), 10)).await.expect("created"));
     }
     let mut seen = Vec::new();
     let mut cursor = None;
     let mut pages = 0;
     loop {
-        let page = test
-            .catalog
-            .active_page(cursor, PageSize::default())
-            .await
-            .expect("page");
+        let page = test.catalog.active_page(cursor, PageSize::default()).await.expect("page");
         assert!(page.courses.len() <= 100);
         pages += 1;
         seen.extend(page.courses);
@@ -377,37 +200,20 @@ async fn pages_walk_every_active_course_once_oldest_first() {
         }
     }
     assert_eq!(pages, 3);
-    let mut expected = created;
-    expected.sort_by_key(|course| (course.created_at(), course.id()));
-    assert_eq!(seen, expected);
+    assert_eq!(seen, created, "creation order, even for courses created in the same millisecond");
 }
 
 #[tokio::test]
 async fn a_page_exactly_full_has_no_next_page() {
     let test = open_catalog();
     for number in 0..5 {
-        test.catalog
-            .create(new_course(&format!("Curso {number}"), 10))
-            .await
-            .expect("created");
+        test.catalog.create(new_course(&format!("Curso {number}"), 10)).await.expect("created");
     }
-    let page = test
-        .catalog
-        .active_page(None, PageSize::clamped(5))
-        .await
-        .expect("page");
+    let page = test.catalog.active_page(None, PageSize::clamped(5)).await.expect("page");
     assert_eq!((page.courses.len(), page.next), (5, None));
-    let page = test
-        .catalog
-        .active_page(None, PageSize::clamped(4))
-        .await
-        .expect("page");
+    let page = test.catalog.active_page(None, PageSize::clamped(4)).await.expect("page");
     assert_eq!(page.courses.len(), 4);
-    let rest = test
-        .catalog
-        .active_page(page.next, PageSize::clamped(4))
-        .await
-        .expect("page");
+    let rest = test.catalog.active_page(page.next, PageSize::clamped(4)).await.expect("page");
     assert_eq!((rest.courses.len(), rest.next), (1, None));
 }
 
@@ -416,15 +222,8 @@ fn two_concurrent_creates_of_the_same_title_from_two_connections_let_exactly_one
     let folder = tempfile::tempdir().expect("temp dir");
     let path = folder.path().join("cursos.db");
     // Two stores, two pools: as two processes sharing one file would.
-    let stores = [
-        SqliteStore::open(&path).expect("open"),
-        SqliteStore::open(&path).expect("open"),
-    ];
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let stores = [SqliteStore::open(&path).expect("open"), SqliteStore::open(&path).expect("open")];
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
     for round in 0..20 {
         let barrier = Arc::new(Barrier::new(2));
         let outcomes: Vec<_> = stores
@@ -447,15 +246,11 @@ fn two_concurrent_creates_of_the_same_title_from_two_connections_let_exactly_one
             .map(|thread| thread.join().expect("thread"))
             .collect();
         let winners = outcomes.iter().filter(|outcome| outcome.is_ok()).count();
-        let duplicates = outcomes
-            .iter()
-            .filter(|outcome| matches!(outcome, Err(CreateCourseError::DuplicateTitle { .. })))
-            .count();
+        let duplicates =
+            outcomes.iter().filter(|outcome| matches!(outcome, Err(CreateCourseError::DuplicateTitle { .. }))).count();
         assert_eq!((winners, duplicates), (1, 1), "round {round}: {outcomes:?}");
     }
-    let count = runtime
-        .block_on(Catalog::new(stores[0].clone()).count_active())
-        .expect("count");
+    let count = runtime.block_on(Catalog::new(stores[0].clone()).count_active()).expect("count");
     assert_eq!(count, 20);
     assert_eq!(stores[1].count_active().expect("count"), 20);
 }
@@ -464,31 +259,16 @@ fn two_concurrent_creates_of_the_same_title_from_two_connections_let_exactly_one
 fn concurrent_updates_of_different_fields_lose_neither() {
     let folder = tempfile::tempdir().expect("temp dir");
     let path = folder.path().join("cursos.db");
-    let stores = [
-        SqliteStore::open(&path).expect("open"),
-        SqliteStore::open(&path).expect("open"),
-    ];
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let stores = [SqliteStore::open(&path).expect("open"), SqliteStore::open(&path).expect("open")];
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
     for round in 0..10 {
         let created = runtime
-            .block_on(
-                Catalog::new(stores[0].clone()).create(new_course(&format!("Curso {round}"), 10)),
-            )
+            .block_on(Catalog::new(stores[0].clone()).create(new_course(&format!("Curso {round}"), 10)))
             .expect("created");
         let barrier = Arc::new(Barrier::new(2));
         let changes = [
-            CourseChanges {
-                title: Some(title(&format!("Renomeado {round}"))),
-                ..CourseChanges::default()
-            },
-            CourseChanges {
-                workload_hours: Some(hours(99)),
-                ..CourseChanges::default()
-            },
+            CourseChanges { title: Some(title(&format!("Renomeado {round}"))), ..CourseChanges::default() },
+            CourseChanges { workload_hours: Some(hours(99)), ..CourseChanges::default() },
         ];
         let threads: Vec<_> = stores
             .iter()
@@ -510,15 +290,9 @@ fn concurrent_updates_of_different_fields_lose_neither() {
         for thread in threads {
             thread.join().expect("thread").expect("update accepted");
         }
-        let after = runtime
-            .block_on(Catalog::new(stores[1].clone()).get(created.id()))
-            .expect("found");
+        let after = runtime.block_on(Catalog::new(stores[1].clone()).get(created.id())).expect("found");
         assert_eq!(
-            (
-                after.title().as_str(),
-                after.workload_hours().get(),
-                after.version()
-            ),
+            (after.title().as_str(), after.workload_hours().get(), after.version()),
             (format!("Renomeado {round}").as_str(), 99, 3)
         );
     }

@@ -80,15 +80,7 @@ impl Course {
         created_at: OffsetDateTime,
         updated_at: OffsetDateTime,
     ) -> Self {
-        Self {
-            id,
-            title,
-            workload_hours,
-            archived,
-            version,
-            created_at,
-            updated_at,
-        }
+        Self { id, title, workload_hours, archived, version, created_at, updated_at }
     }
 
     /// The course with `changes` applied, or `Ok(None)` when they change nothing.
@@ -105,29 +97,18 @@ impl Course {
         if title == self.title && workload_hours == self.workload_hours {
             return Ok(None);
         }
-        Ok(Some(Self {
-            title,
-            workload_hours,
-            ..self.next_revision(now)
-        }))
+        Ok(Some(Self { title, workload_hours, ..self.next_revision(now) }))
     }
 
     /// The course archived, or `None` when it already is (archiving twice is a no-op).
     pub(crate) fn archived_at(&self, now: OffsetDateTime) -> Option<Self> {
-        (!self.archived).then(|| Self {
-            archived: true,
-            ..self.next_revision(now)
-        })
+        (!self.archived).then(|| Self { archived: true, ..self.next_revision(now) })
     }
 
     fn next_revision(&self, now: OffsetDateTime) -> Self {
         // Never move `updated_at` backwards, even if the wall clock does.
         let now = truncate_to_millis(now).max(self.updated_at);
-        Self {
-            version: self.version + 1,
-            updated_at: now,
-            ..self.clone()
-        }
+        Self { version: self.version + 1, updated_at: now, ..self.clone() }
     }
 
     /// The course's identity.
@@ -208,18 +189,9 @@ mod tests {
     #[test]
     fn a_change_bumps_the_version_and_the_update_time_but_keeps_the_identity() {
         let before = course();
-        let changes = CourseChanges {
-            workload_hours: WorkloadHours::parse(20).ok(),
-            ..CourseChanges::default()
-        };
-        let after = before
-            .with_changes(&changes, datetime!(2026-11-30 13:00 UTC))
-            .expect("allowed")
-            .expect("changed");
-        assert_eq!(
-            (after.id(), after.version(), after.workload_hours().get()),
-            (before.id(), 2, 20)
-        );
+        let changes = CourseChanges { workload_hours: WorkloadHours::parse(20).ok(), ..CourseChanges::default() };
+        let after = before.with_changes(&changes, datetime!(2026-11-30 13:00 UTC)).expect("allowed").expect("changed");
+        assert_eq!((after.id(), after.version(), after.workload_hours().get()), (before.id(), 2, 20));
         assert_eq!(after.title(), before.title());
         assert_eq!(after.created_at(), before.created_at());
         assert_eq!(after.updated_at(), datetime!(2026-11-30 13:00 UTC));
@@ -228,36 +200,21 @@ mod tests {
     #[test]
     fn a_change_to_the_same_values_changes_nothing() {
         let before = course();
-        let changes = CourseChanges {
-            title: Some(before.title().clone()),
-            workload_hours: Some(before.workload_hours()),
-        };
-        assert_eq!(
-            before.with_changes(&changes, datetime!(2026-12-01 0:00 UTC)),
-            Ok(None)
-        );
+        let changes =
+            CourseChanges { title: Some(before.title().clone()), workload_hours: Some(before.workload_hours()) };
+        assert_eq!(before.with_changes(&changes, datetime!(2026-12-01 0:00 UTC)), Ok(None));
     }
 
     #[test]
     fn an_archived_course_refuses_changes() {
-        let archived = course()
-            .archived_at(datetime!(2026-12-01 0:00 UTC))
-            .expect("was active");
-        let changes = CourseChanges {
-            workload_hours: WorkloadHours::parse(20).ok(),
-            ..CourseChanges::default()
-        };
-        assert_eq!(
-            archived.with_changes(&changes, datetime!(2026-12-02 0:00 UTC)),
-            Err(ChangeRefusal::Archived)
-        );
+        let archived = course().archived_at(datetime!(2026-12-01 0:00 UTC)).expect("was active");
+        let changes = CourseChanges { workload_hours: WorkloadHours::parse(20).ok(), ..CourseChanges::default() };
+        assert_eq!(archived.with_changes(&changes, datetime!(2026-12-02 0:00 UTC)), Err(ChangeRefusal::Archived));
     }
 
     #[test]
     fn archiving_an_archived_course_is_a_no_op() {
-        let archived = course()
-            .archived_at(datetime!(2026-12-01 0:00 UTC))
-            .expect("was active");
+        let archived = course().archived_at(datetime!(2026-12-01 0:00 UTC)).expect("was active");
         assert!(archived.is_archived());
         assert_eq!(archived.archived_at(datetime!(2026-12-02 0:00 UTC)), None);
     }
@@ -265,9 +222,7 @@ mod tests {
     #[test]
     fn the_update_time_never_moves_backwards_when_the_clock_does() {
         let before = course();
-        let archived = before
-            .archived_at(datetime!(2000-01-01 0:00 UTC))
-            .expect("was active");
+        let archived = before.archived_at(datetime!(2000-01-01 0:00 UTC)).expect("was active");
         assert_eq!(archived.updated_at(), before.updated_at());
     }
 }

@@ -60,11 +60,7 @@ impl CourseTitle {
     /// have the same key.
     #[must_use]
     pub fn comparison_key(&self) -> String {
-        self.0
-            .split_whitespace()
-            .collect::<Vec<_>>()
-            .join(" ")
-            .to_lowercase()
+        self.0.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase()
     }
 }
 
@@ -87,23 +83,14 @@ mod tests {
     #[test]
     fn an_empty_or_blank_title_is_refused() {
         assert_eq!(CourseTitle::parse(""), Err(CourseTitleError::Empty));
-        assert_eq!(
-            CourseTitle::parse(" \u{a0}  "),
-            Err(CourseTitleError::Empty)
-        );
+        assert_eq!(CourseTitle::parse(" \u{a0}  "), Err(CourseTitleError::Empty));
     }
 
     #[test]
     fn a_title_of_exactly_200_characters_is_accepted_and_201_is_refused() {
         let max = "é".repeat(200);
-        assert_eq!(
-            CourseTitle::parse(&max).map(|title| title.as_str().chars().count()),
-            Ok(200)
-        );
-        assert_eq!(
-            CourseTitle::parse(&format!("{max}a")),
-            Err(CourseTitleError::TooLong { chars: 201 })
-        );
+        assert_eq!(CourseTitle::parse(&max).map(|title| title.as_str().chars().count()), Ok(200));
+        assert_eq!(CourseTitle::parse(&format!("{max}a")), Err(CourseTitleError::TooLong { chars: 201 }));
     }
 
     #[test]
@@ -114,18 +101,8 @@ mod tests {
 
     #[test]
     fn a_title_with_a_control_character_is_refused() {
-        for text in [
-            "Rust\nAvançado",
-            "Rust\tAvançado",
-            "Rust\u{0}",
-            "Rust\u{1b}[31m",
-            "Rust\u{7f}",
-        ] {
-            assert_eq!(
-                CourseTitle::parse(text),
-                Err(CourseTitleError::ControlCharacter),
-                "{text:?}"
-            );
+        for text in ["Rust\nAvançado", "Rust\tAvançado", "Rust\u{0}", "Rust\u{1b}[31m", "Rust\u{7f}"] {
+            assert_eq!(CourseTitle::parse(text), Err(CourseTitleError::ControlCharacter), "{text:?}");
         }
     }
 

@@ -20,9 +20,7 @@ mod workload_hours;
 #[cfg(test)]
 mod catalog_tests;
 
-pub use catalog::{
-    ArchiveCourseError, Catalog, CreateCourseError, GetCourseError, UpdateCourseError,
-};
+pub use catalog::{ArchiveCourseError, Catalog, CreateCourseError, GetCourseError, UpdateCourseError};
 pub use course::{Course, CourseChanges, NewCourse};
 pub use course_id::{CourseId, CourseIdError};
 pub use course_title::{CourseTitle, CourseTitleError};

@@ -1,18 +1,14 @@
 //! Keyset pagination of the active catalog: [`PageCursor`], [`PageSize`] and [`CoursePage`].
 
-use time::OffsetDateTime;
+use crate::Course;
 
-use crate::{Course, CourseId};
-
-/// Where the next page of active courses starts: just after this (creation time, id) position.
+/// Where the next page of active courses starts: just after this position in creation order.
 ///
-/// Its text form ([`PageCursor::to_token`]) is opaque to clients and stable across restarts. A
-/// page is found by an index seek, so its cost does not grow with the catalog's size.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PageCursor {
-    pub(crate) created_at: OffsetDateTime,
-    pub(crate) id: CourseId,
-}
+/// Positions are assigned by the store when a course is created and never reused, so a page is
+/// found by an index seek whose cost does not grow with the catalog's size, and a cursor stays
+/// valid across restarts and concurrent writes. Its text form is [`PageCursor::to_token`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct PageCursor(u64);
 
 /// Why a text is not a [`PageCursor`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -20,40 +16,33 @@ pub struct PageCursor {
 pub struct PageCursorError;
 
 impl PageCursor {
-    /// The position just after `course`.
+    /// The cursor just after the course a store keeps at `position`.
     #[must_use]
-    pub fn after(course: &Course) -> Self {
-        Self {
-            created_at: course.created_at(),
-            id: course.id(),
-        }
+    pub fn after_position(position: u64) -> Self {
+        Self(position)
     }
 
-    /// The cursor's text form: `<unix milliseconds>.<course id>`.
+    /// The store position this cursor continues after.
+    #[must_use]
+    pub fn position(self) -> u64 {
+        self.0
+    }
+
+    /// The cursor's text form: the position in decimal.
     #[must_use]
     pub fn to_token(&self) -> String {
-        let millis = self.created_at.unix_timestamp_nanos() / 1_000_000;
-        format!("{millis}.{}", self.id)
+        self.0.to_string()
     }
 
-    /// Reads a token made by [`PageCursor::to_token`].
+    /// Reads a token made by [`PageCursor::to_token`] (plain decimal digits only).
     ///
     /// # Errors
     /// [`PageCursorError`] when the text was not made by `to_token`.
     pub fn parse_token(token: &str) -> Result<Self, PageCursorError> {
-        let (millis, id) = token.split_once('.').ok_or(PageCursorError)?;
-        if millis.is_empty()
-            || !millis
-                .bytes()
-                .all(|byte| byte.is_ascii_digit() || byte == b'-')
-        {
+        if token.is_empty() || token.len() > 19 || !token.bytes().all(|byte| byte.is_ascii_digit()) {
             return Err(PageCursorError);
         }
-        let millis: i128 = millis.parse().map_err(|_| PageCursorError)?;
-        let created_at = OffsetDateTime::from_unix_timestamp_nanos(millis * 1_000_000)
-            .map_err(|_| PageCursorError)?;
-        let id = CourseId::parse(id).map_err(|_| PageCursorError)?;
-        Ok(Self { created_at, id })
+        token.parse::<i64>().ok().and_then(|position| u64::try_from(position).ok()).map(Self).ok_or(PageCursorError)
     }
 }
 
@@ -95,36 +84,20 @@ pub struct CoursePage {
 
 #[cfg(test)]
 mod tests {
-    use time::macros::datetime;
-
     use super::*;
 
     #[test]
     fn a_cursor_round_trips_through_its_token() {
-        let cursor = PageCursor {
-            created_at: datetime!(2026-11-30 12:00:00.123 UTC),
-            id: CourseId::generate(),
-        };
-        assert_eq!(PageCursor::parse_token(&cursor.to_token()), Ok(cursor));
+        for position in [0, 1, 101, i64::MAX.unsigned_abs()] {
+            let cursor = PageCursor::after_position(position);
+            assert_eq!(PageCursor::parse_token(&cursor.to_token()), Ok(cursor));
+        }
     }
 
     #[test]
     fn a_token_that_was_not_made_by_the_catalog_is_refused() {
-        for token in [
-            "",
-            ".",
-            "abc",
-            "12",
-            "12.",
-            "x.1b4e28ba-2fa1-41d2-883f-0016d3cca427",
-            "1.not-an-id",
-            "99999999999999999999999999.1b4e28ba-2fa1-41d2-883f-0016d3cca427",
-        ] {
-            assert_eq!(
-                PageCursor::parse_token(token),
-                Err(PageCursorError),
-                "{token:?}"
-            );
+        for token in ["", "abc", "-1", "+1", " 1", "1.5", "0x10", "9223372036854775808", "99999999999999999999999999"] {
+            assert_eq!(PageCursor::parse_token(token), Err(PageCursorError), "{token:?}");
         }
     }
 

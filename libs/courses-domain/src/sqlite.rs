@@ -32,7 +32,8 @@ const TIMESTAMP_FORMAT: &[BorrowedFormatItem<'static>] =
 
 mod schema {
     diesel::table! {
-        courses (id) {
+        courses (position) {
+            position -> BigInt,
             id -> Text,
             title -> Text,
             title_key -> Text,
@@ -88,10 +89,7 @@ pub struct SqliteStore {
 
 impl std::fmt::Debug for SqliteStore {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter
-            .debug_struct("SqliteStore")
-            .field("path", &self.path)
-            .finish_non_exhaustive()
+        formatter.debug_struct("SqliteStore").field("path", &self.path).finish_non_exhaustive()
     }
 }
 
@@ -120,19 +118,12 @@ impl SqliteStore {
     /// # Errors
     /// [`OpenStoreError`] when the folder, the file or the migrations fail.
     pub fn open(path: &Path) -> Result<Self, OpenStoreError> {
-        if let Some(folder) = path
-            .parent()
-            .filter(|folder| !folder.as_os_str().is_empty())
-        {
-            std::fs::create_dir_all(folder).map_err(|source| OpenStoreError::CreateFolder {
-                path: folder.to_owned(),
-                source,
-            })?;
+        if let Some(folder) = path.parent().filter(|folder| !folder.as_os_str().is_empty()) {
+            std::fs::create_dir_all(folder)
+                .map_err(|source| OpenStoreError::CreateFolder { path: folder.to_owned(), source })?;
         }
-        let open_error = |source: Box<dyn std::error::Error + Send + Sync>| OpenStoreError::Open {
-            path: path.to_owned(),
-            source,
-        };
+        let open_error =
+            |source: Box<dyn std::error::Error + Send + Sync>| OpenStoreError::Open { path: path.to_owned(), source };
         let manager = ConnectionManager::<SqliteConnection>::new(path.to_string_lossy());
         let pool = Pool::builder()
             .max_size(POOL_SIZE)
@@ -145,24 +136,15 @@ impl SqliteStore {
         // One process migrates at a time: the immediate transaction takes the write lock first.
         connection
             .immediate_transaction(|connection| {
-                connection
-                    .run_pending_migrations(MIGRATIONS)
-                    .map(|_| ())
-                    .map_err(|error| {
-                        // Carry the migration error out of diesel's transaction closure.
-                        DieselError::QueryBuilderError(error)
-                    })
+                connection.run_pending_migrations(MIGRATIONS).map(|_| ()).map_err(|error| {
+                    // Carry the migration error out of diesel's transaction closure.
+                    DieselError::QueryBuilderError(error)
+                })
             })
-            .map_err(|error| OpenStoreError::Migrate {
-                path: path.to_owned(),
-                source: error.into(),
-            })?;
+            .map_err(|error| OpenStoreError::Migrate { path: path.to_owned(), source: error.into() })?;
         drop(connection);
         tracing::debug!(path = %path.display(), "course store opened");
-        Ok(Self {
-            pool,
-            path: path.to_owned(),
-        })
+        Ok(Self { pool, path: path.to_owned() })
     }
 
     /// The database file.
@@ -171,12 +153,8 @@ impl SqliteStore {
         &self.path
     }
 
-    fn connection(
-        &self,
-    ) -> Result<PooledConnection<ConnectionManager<SqliteConnection>>, StoreError> {
-        self.pool
-            .get()
-            .map_err(|error| StoreError::new("no database connection available", error))
+    fn connection(&self) -> Result<PooledConnection<ConnectionManager<SqliteConnection>>, StoreError> {
+        self.pool.get().map_err(|error| StoreError::new("no database connection available", error))
     }
 }
 
@@ -201,8 +179,7 @@ impl CourseRow {
             title_key: course.title().comparison_key(),
             workload_hours: i32::from(course.workload_hours().get()),
             archived: course.is_archived(),
-            version: i64::try_from(course.version())
-                .map_err(|error| StoreError::new("version out of range", error))?,
+            version: i64::try_from(course.version()).map_err(|error| StoreError::new("version out of range", error))?,
             created_at: format_timestamp(course.created_at())?,
             updated_at: format_timestamp(course.updated_at())?,
         })
@@ -211,10 +188,8 @@ impl CourseRow {
     fn into_course(self) -> Result<Course, StoreError> {
         let invalid = |_| StoreError::message("a stored course breaks the catalog's rules");
         Ok(Course::from_stored(
-            CourseId::parse(&self.id)
-                .map_err(|_| StoreError::message("a stored course id is invalid"))?,
-            CourseTitle::parse(&self.title)
-                .map_err(|_| StoreError::message("a stored course title is invalid"))?,
+            CourseId::parse(&self.id).map_err(|_| StoreError::message("a stored course id is invalid"))?,
+            CourseTitle::parse(&self.title).map_err(|_| StoreError::message("a stored course title is invalid"))?,
             WorkloadHours::parse(i64::from(self.workload_hours))
                 .map_err(|_| StoreError::message("a stored workload is invalid"))?,
             self.archived,
@@ -266,24 +241,20 @@ impl CourseStore for SqliteStore {
 
     fn replace(&self, expected_version: u64, course: &Course) -> Result<Replaced, WriteError> {
         let row = CourseRow::from_course(course)?;
-        let expected_version = i64::try_from(expected_version)
-            .map_err(|error| StoreError::new("version out of range", error))?;
+        let expected_version =
+            i64::try_from(expected_version).map_err(|error| StoreError::new("version out of range", error))?;
         let updated = diesel::update(courses::table)
             .filter(courses::id.eq(&row.id))
             .filter(courses::version.eq(expected_version))
             .set(&row)
             .execute(&mut self.connection()?)
             .map_err(|error| write_error("cannot update a course", error))?;
-        Ok(if updated == 1 {
-            Replaced::Done
-        } else {
-            Replaced::Stale
-        })
+        Ok(if updated == 1 { Replaced::Done } else { Replaced::Stale })
     }
 
     fn find(&self, id: CourseId) -> Result<Option<Course>, StoreError> {
         courses::table
-            .find(id.to_string())
+            .filter(courses::id.eq(id.to_string()))
             .select(CourseRow::as_select())
             .first(&mut self.connection()?)
             .optional()
@@ -292,34 +263,24 @@ impl CourseStore for SqliteStore {
             .transpose()
     }
 
-    fn active_page(
-        &self,
-        after: Option<PageCursor>,
-        limit: usize,
-    ) -> Result<Vec<Course>, StoreError> {
-        let limit = i64::try_from(limit)
-            .map_err(|error| StoreError::new("page size out of range", error))?;
-        let mut query = courses::table
+    fn active_page(&self, after: Option<PageCursor>, limit: usize) -> Result<Vec<(Course, PageCursor)>, StoreError> {
+        let limit = i64::try_from(limit).map_err(|error| StoreError::new("page size out of range", error))?;
+        let after = after
+            .map_or(Ok(0), |cursor| i64::try_from(cursor.position()))
+            .map_err(|error| StoreError::new("cursor out of range", error))?;
+        let rows: Vec<(i64, CourseRow)> = courses::table
             .filter(is_active())
-            .order((courses::created_at.asc(), courses::id.asc()))
+            .filter(courses::position.gt(after))
+            .order(courses::position.asc())
             .limit(limit)
-            .select(CourseRow::as_select())
-            .into_boxed();
-        if let Some(cursor) = after {
-            let created_at = format_timestamp(cursor.created_at)?;
-            query = query.filter(
-                courses::created_at
-                    .gt(created_at.clone())
-                    .or(courses::created_at
-                        .eq(created_at)
-                        .and(courses::id.gt(cursor.id.to_string()))),
-            );
-        }
-        query
+            .select((courses::position, CourseRow::as_select()))
             .load(&mut self.connection()?)
-            .map_err(|error| StoreError::new("cannot read a catalog page", error))?
-            .into_iter()
-            .map(CourseRow::into_course)
+            .map_err(|error| StoreError::new("cannot read a catalog page", error))?;
+        rows.into_iter()
+            .map(|(position, row)| {
+                let position = u64::try_from(position).map_err(|error| StoreError::new("negative position", error))?;
+                Ok((row.into_course()?, PageCursor::after_position(position)))
+            })
             .collect()
     }
 

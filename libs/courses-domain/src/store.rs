@@ -22,19 +22,13 @@ pub struct StoreError {
 impl StoreError {
     /// A store failure while doing `context`, caused by `source`.
     pub fn new(context: &'static str, source: impl Into<Box<dyn StdError + Send + Sync>>) -> Self {
-        Self {
-            context,
-            source: Some(source.into()),
-        }
+        Self { context, source: Some(source.into()) }
     }
 
     /// A store failure with no underlying error (a row the store cannot read back, say).
     #[must_use]
     pub fn message(context: &'static str) -> Self {
-        Self {
-            context,
-            source: None,
-        }
+        Self { context, source: None }
     }
 }
 
@@ -83,16 +77,12 @@ pub trait CourseStore: Send + Sync + std::fmt::Debug + 'static {
     /// [`StoreError`] when the storage fails.
     fn find(&self, id: CourseId) -> Result<Option<Course>, StoreError>;
 
-    /// Up to `limit` active courses after `after` (from the start when `None`), oldest first,
-    /// ties broken by id.
+    /// Up to `limit` active courses after `after` (from the start when `None`), in creation
+    /// order, each with the cursor that continues just after it.
     ///
     /// # Errors
     /// [`StoreError`] when the storage fails.
-    fn active_page(
-        &self,
-        after: Option<PageCursor>,
-        limit: usize,
-    ) -> Result<Vec<Course>, StoreError>;
+    fn active_page(&self, after: Option<PageCursor>, limit: usize) -> Result<Vec<(Course, PageCursor)>, StoreError>;
 
     /// How many courses are active.
     ///

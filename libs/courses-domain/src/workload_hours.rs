@@ -58,11 +58,7 @@ mod tests {
     #[test]
     fn zero_negative_and_more_than_a_thousand_hours_are_refused() {
         for hours in [0, -1, 1001, i64::from(u16::MAX) + 1, i64::MIN, i64::MAX] {
-            assert_eq!(
-                WorkloadHours::parse(hours),
-                Err(WorkloadHoursError { hours }),
-                "{hours}"
-            );
+            assert_eq!(WorkloadHours::parse(hours), Err(WorkloadHoursError { hours }), "{hours}");
         }
     }
 }

@@ -83,8 +83,12 @@ fn required<'a>(arguments: &'a JsonObject, field: &str, errors: &mut Vec<String>
     let value = optional(arguments, field);
     if value.is_none() {
         errors.push(match field {
-            TITLE => "Campo 'titulo' é obrigatório: informe o título do curso (texto de 1 a 200 caracteres).".to_owned(),
-            HOURS => "Campo 'cargaHoraria' é obrigatório: informe a carga horária em horas inteiras (1 a 1000).".to_owned(),
+            TITLE => {
+                "Campo 'titulo' é obrigatório: informe o título do curso (texto de 1 a 200 caracteres).".to_owned()
+            }
+            HOURS => {
+                "Campo 'cargaHoraria' é obrigatório: informe a carga horária em horas inteiras (1 a 1000).".to_owned()
+            }
             _ => format!("Campo '{field}' é obrigatório: informe o id (UUID) do curso."),
         });
     }
@@ -109,7 +113,8 @@ fn title(value: &Value, errors: &mut Vec<String>) -> Option<CourseTitle> {
                     CourseTitle::MAX_CHARS
                 ),
                 CourseTitleError::ControlCharacter => {
-                    "Campo 'titulo' não pode conter caracteres de controle (quebras de linha, tabulações e afins).".to_owned()
+                    "Campo 'titulo' não pode conter caracteres de controle (quebras de linha, tabulações e afins)."
+                        .to_owned()
                 }
             });
         })
@@ -120,7 +125,10 @@ fn hours(value: &Value, errors: &mut Vec<String>) -> Option<WorkloadHours> {
     // JSON Schema's "integer" includes numbers such as 12.0; 12.5 and "12" are not integers.
     let whole = value.as_i64().or_else(|| value.as_f64().filter(|number| number.fract() == 0.0).map(saturating_i64));
     let Some(whole) = whole else {
-        errors.push("Campo 'cargaHoraria' deve ser um número inteiro de horas, de 1 a 1000 (por exemplo 12, sem aspas).".to_owned());
+        errors.push(
+            "Campo 'cargaHoraria' deve ser um número inteiro de horas, de 1 a 1000 (por exemplo 12, sem aspas)."
+                .to_owned(),
+        );
         return None;
     };
     WorkloadHours::parse(whole)
@@ -197,17 +205,26 @@ mod tests {
         assert!(create_error(json!({"titulo": "a".repeat(201), "cargaHoraria": 1})).contains("tem 201 caracteres"));
         assert!(create_error(json!({"titulo": "a\nb", "cargaHoraria": 1})).contains("caracteres de controle"));
         for hours in [json!("12"), json!(12.5), json!(true), json!([12]), json!({"horas": 12})] {
-            assert!(create_error(json!({"titulo": "Rust", "cargaHoraria": hours})).contains("número inteiro"), "{hours}");
+            assert!(
+                create_error(json!({"titulo": "Rust", "cargaHoraria": hours})).contains("número inteiro"),
+                "{hours}"
+            );
         }
         for hours in [json!(0), json!(1001), json!(-5), json!(1e300), json!(u64::MAX)] {
-            assert!(create_error(json!({"titulo": "Rust", "cargaHoraria": hours})).contains("entre 1 e 1000"), "{hours}");
+            assert!(
+                create_error(json!({"titulo": "Rust", "cargaHoraria": hours})).contains("entre 1 e 1000"),
+                "{hours}"
+            );
         }
     }
 
     #[test]
     fn every_problem_of_one_call_is_reported_together() {
         let message = create_error(json!({"titulo": "", "cargaHoraria": 0, "extra": 1}));
-        assert!(message.contains("'titulo'") && message.contains("'cargaHoraria'") && message.contains("'extra'"), "{message}");
+        assert!(
+            message.contains("'titulo'") && message.contains("'cargaHoraria'") && message.contains("'extra'"),
+            "{message}"
+        );
     }
 
     #[test]
@@ -219,7 +236,8 @@ mod tests {
     #[test]
     fn an_update_keeps_absent_and_null_fields() {
         let id = CourseId::generate();
-        let (parsed, changes) = update_course(&object(json!({"id": id.to_string(), "titulo": null, "cargaHoraria": 8}))).expect("valid");
+        let (parsed, changes) =
+            update_course(&object(json!({"id": id.to_string(), "titulo": null, "cargaHoraria": 8}))).expect("valid");
         assert_eq!(parsed, id);
         assert_eq!((changes.title, changes.workload_hours.map(WorkloadHours::get)), (None, Some(8)));
     }

@@ -38,7 +38,10 @@ mod tests {
     use super::*;
 
     fn prompt(titulo: &str, carga_horaria: &str) -> String {
-        create_course(&CreateCoursePromptArguments { titulo: titulo.to_owned(), carga_horaria: carga_horaria.to_owned() })
+        create_course(&CreateCoursePromptArguments {
+            titulo: titulo.to_owned(),
+            carga_horaria: carga_horaria.to_owned(),
+        })
     }
 
     #[test]
@@ -59,10 +62,16 @@ mod tests {
     #[test]
     fn the_route_has_its_five_steps_in_order() {
         let text = prompt("Rust", "40");
-        let positions: Vec<usize> = ["1. Leia o recurso cursos://catalogo", "2. Verifique", "3. Valide", "4. Chame a ferramenta criar_curso", "5. Confirme"]
-            .iter()
-            .map(|step| text.find(step).unwrap_or_else(|| panic!("missing {step:?}")))
-            .collect();
+        let positions: Vec<usize> = [
+            "1. Leia o recurso cursos://catalogo",
+            "2. Verifique",
+            "3. Valide",
+            "4. Chame a ferramenta criar_curso",
+            "5. Confirme",
+        ]
+        .iter()
+        .map(|step| text.find(step).unwrap_or_else(|| panic!("missing {step:?}")))
+        .collect();
         assert!(positions.windows(2).all(|pair| pair[0] < pair[1]), "{positions:?}");
     }
 }

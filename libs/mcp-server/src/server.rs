@@ -16,15 +16,20 @@ use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
     CallToolResult, GetPromptResult, Implementation, JsonObject, ListResourceTemplatesResult, ListResourcesResult,
-    PaginatedRequestParams, PromptMessage, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
-    ResourceContents, ResourceTemplate, Role, ServerCapabilities, ServerConfig,
+    PaginatedRequestParams, PromptMessage, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    Resource, ResourceContents, ResourceTemplate, Role, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
-use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, prompt, prompt_handler, prompt_router, tool, tool_handler, tool_router};
+use rmcp::{
+    ErrorData as McpError, RoleServer, ServerHandler, prompt, prompt_handler, prompt_router, tool, tool_handler,
+    tool_router,
+};
 
 use crate::outcomes;
 use crate::uris::{self, ResourceUri};
-use crate::wire::{ArchiveCourseArguments, CourseJson, CreateCourseArguments, CreateCoursePromptArguments, UpdateCourseArguments};
+use crate::wire::{
+    ArchiveCourseArguments, CourseJson, CreateCourseArguments, CreateCoursePromptArguments, UpdateCourseArguments,
+};
 use crate::{arguments, prompts};
 
 const JSON: &str = "application/json";
@@ -65,7 +70,8 @@ impl CursosServer {
     #[must_use]
     pub fn new(catalog: Catalog) -> Self {
         static ROUTERS: OnceLock<Arc<Routers>> = OnceLock::new();
-        let routers = ROUTERS.get_or_init(|| Arc::new(Routers { tools: Self::tool_router(), prompts: Self::prompt_router() }));
+        let routers =
+            ROUTERS.get_or_init(|| Arc::new(Routers { tools: Self::tool_router(), prompts: Self::prompt_router() }));
         Self { catalog, routers: Arc::clone(routers) }
     }
 }
@@ -137,7 +143,10 @@ impl CursosServer {
     /// Roteiro guiado para cadastrar um curso: ler o catálogo, checar duplicidade, validar os dados, chamar
     /// criar_curso e confirmar o resultado.
     #[prompt(name = "criar-curso", title = "Cadastrar um curso")]
-    async fn create_course_prompt(&self, Parameters(arguments): Parameters<CreateCoursePromptArguments>) -> GetPromptResult {
+    async fn create_course_prompt(
+        &self,
+        Parameters(arguments): Parameters<CreateCoursePromptArguments>,
+    ) -> GetPromptResult {
         GetPromptResult::new(vec![PromptMessage::new_text(Role::User, prompts::create_course(&arguments))])
             .with_description("Cadastro guiado de um curso no catálogo")
     }
@@ -151,7 +160,9 @@ impl ServerHandler for CursosServer {
             .with_server_info(
                 Implementation::new("mcp-cursos", env!("CARGO_PKG_VERSION"))
                     .with_title("Catálogo de cursos")
-                    .with_description("Catálogo de cursos: recursos para ler, ferramentas para alterar, prompt para guiar."),
+                    .with_description(
+                        "Catálogo de cursos: recursos para ler, ferramentas para alterar, prompt para guiar.",
+                    ),
             )
             .with_instructions(INSTRUCTIONS)
     }
@@ -167,7 +178,8 @@ impl ServerHandler for CursosServer {
                 McpError::invalid_params("Cursor inválido: use o nextCursor devolvido pela listagem anterior.", None)
             })?),
         };
-        let page = self.catalog.active_page(cursor, PageSize::default()).await.map_err(outcomes::internal_protocol_error)?;
+        let page =
+            self.catalog.active_page(cursor, PageSize::default()).await.map_err(outcomes::internal_protocol_error)?;
         let mut resources = Vec::with_capacity(page.courses.len() + 1);
         if cursor.is_none() {
             resources.push(
@@ -178,7 +190,9 @@ impl ServerHandler for CursosServer {
             );
         }
         resources.extend(
-            page.courses.iter().map(|course| Resource::new(uris::course(course.id()), course.title().as_str()).with_mime_type(JSON)),
+            page.courses
+                .iter()
+                .map(|course| Resource::new(uris::course(course.id()), course.title().as_str()).with_mime_type(JSON)),
         );
         let mut result = ListResourcesResult::with_all_items(resources);
         result.next_cursor = page.next.map(|next| next.to_token());
@@ -211,7 +225,11 @@ impl ServerHandler for CursosServer {
                 serde_json::to_string(&CourseJson::from_course(&course))
             }
             Some(ResourceUri::Catalog(after)) => {
-                let page = self.catalog.active_page(after, PageSize::default()).await.map_err(outcomes::internal_protocol_error)?;
+                let page = self
+                    .catalog
+                    .active_page(after, PageSize::default())
+                    .await
+                    .map_err(outcomes::internal_protocol_error)?;
                 let total = self.catalog.count_active().await.map_err(outcomes::internal_protocol_error)?;
                 serde_json::to_string(&crate::wire::CatalogPageJson::from_page(total, &page))
             }
@@ -220,4 +238,3 @@ impl ServerHandler for CursosServer {
         Ok(ReadResourceResult::new(vec![ResourceContents::text(json, uri).with_mime_type(JSON)]).into())
     }
 }
-

@@ -1,3 +1,3 @@
-DROP INDEX courses_active_order;
+DROP INDEX courses_active_position;
 DROP INDEX courses_active_title_key;
 DROP TABLE courses;

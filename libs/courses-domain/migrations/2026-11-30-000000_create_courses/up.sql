@@ -1,7 +1,9 @@
 -- The course catalog. One row per course, archived ones included (archiving is a soft delete).
 CREATE TABLE courses (
-    -- UUID v4 in canonical lowercase hyphenated form.
-    id TEXT PRIMARY KEY NOT NULL,
+    -- Creation order, assigned by the database and never reused: the catalog's keyset.
+    position INTEGER PRIMARY KEY AUTOINCREMENT,
+    -- UUID v4 in canonical lowercase hyphenated form: the course's public identity.
+    id TEXT NOT NULL UNIQUE,
     -- The title as the user wrote it, trimmed.
     title TEXT NOT NULL,
     -- The comparison key computed by the domain (CourseTitle::comparison_key): lowercase, inner whitespace collapsed.
@@ -19,4 +21,4 @@ CREATE TABLE courses (
 CREATE UNIQUE INDEX courses_active_title_key ON courses (title_key) WHERE archived = 0;
 
 -- Serves the catalog's keyset pagination (active courses, oldest first) and its count.
-CREATE INDEX courses_active_order ON courses (created_at, id) WHERE archived = 0;
+CREATE INDEX courses_active_position ON courses (position) WHERE archived = 0;
