@@ -1,1 +1,9 @@
-//! placeholder
+//! End-to-end tests: the real `mcp-cursos-stdio` and `mcp-cursos-backend` binaries as child
+//! processes, on real SQLite files, over stdin/stdout and loopback HTTP, driven by the rmcp client
+//! and by plain HTTP requests. One test binary for all of them.
+
+mod http_edges;
+mod persistence;
+mod scenario;
+mod support;
+mod transports;

@@ -1,0 +1,54 @@
+//! The binary documents every setting in `--help`, each with its environment variable.
+//!
+//! (Having an integration test also makes `cargo test` build this binary, which the end-to-end
+//! tests in `tests/` then run.)
+
+use std::process::Command;
+
+#[test]
+fn help_documents_every_setting_with_its_environment_variable() {
+    let output = Command::new(env!("CARGO_BIN_EXE_mcp-cursos-backend")).arg("--help").output().expect("run --help");
+    assert!(output.status.success());
+    let help = String::from_utf8(output.stdout).expect("utf-8");
+    for (flag, variable) in [
+        ("--host", "HOST"),
+        ("--port", "PORT"),
+        ("--database-path", "DATABASE_PATH"),
+        ("--api-key", "API_KEY"),
+        ("--allowed-hosts", "ALLOWED_HOSTS"),
+        ("--allowed-origins", "ALLOWED_ORIGINS"),
+    ] {
+        assert!(help.contains(flag), "--help should document {flag}:\n{help}");
+        assert!(help.contains(&format!("[env: {variable}")), "--help should name {variable}:\n{help}");
+    }
+    assert!(
+        help.contains("[default: 127.0.0.1]")
+            && help.contains("[default: 3000]")
+            && help.contains("[default: ./data/cursos.db]")
+    );
+}
+
+#[test]
+fn help_never_shows_the_api_key_taken_from_the_environment() {
+    let output = Command::new(env!("CARGO_BIN_EXE_mcp-cursos-backend"))
+        .arg("--help")
+        .env("API_KEY", "segredo-que-nao-pode-aparecer")
+        .output()
+        .expect("run --help");
+    let help = String::from_utf8(output.stdout).expect("utf-8");
+    assert!(!help.contains("segredo-que-nao-pode-aparecer"), "{help}");
+}
+
+#[test]
+fn an_invalid_setting_fails_at_start_with_a_clear_message() {
+    let output = Command::new(env!("CARGO_BIN_EXE_mcp-cursos-backend"))
+        .env("API_KEY", "chave com espaço")
+        .env("PORT", "0")
+        .env("DATABASE_PATH", std::env::temp_dir().join("mcp-cursos-cli-test-never-created/cursos.db"))
+        .output()
+        .expect("run");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("invalid API_KEY"), "{stderr}");
+    assert!(!stderr.contains("chave com espaço"), "the key is not echoed: {stderr}");
+}

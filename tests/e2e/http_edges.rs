@@ -1,0 +1,146 @@
+//! The HTTP backend's edges, with plain HTTP requests: authentication, Host/Origin, limits,
+//! health, the generated key. Every refused request leaves the store as it was.
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::support::{Backend, Era, fresh_database, start_backend};
+
+const KEY: &str = "chave-de-teste-das-bordas";
+
+fn initialize_body() -> String {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+           "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bordas", "version": "1"}}})
+    .to_string()
+}
+
+fn create_body(titulo: &str) -> String {
+    json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+           "params": {"name": "criar_curso", "arguments": {"titulo": titulo, "cargaHoraria": 10}}})
+    .to_string()
+}
+
+async fn post(backend: &Backend, headers: &[(&str, &str)], body: String) -> reqwest::Response {
+    let mut request = reqwest::Client::new()
+        .post(&backend.mcp_url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(body);
+    if !headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("mcp-protocol-version")) {
+        request = request.header("mcp-protocol-version", "2025-11-25");
+    }
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    request.send().await.expect("HTTP request")
+}
+
+async fn total(backend: &Backend) -> u64 {
+    let client = backend.client(Era::Initialize).await;
+    let result = client
+        .read_resource(rmcp::model::ReadResourceRequestParams::new("cursos://catalogo"))
+        .await
+        .expect("read catalog");
+    let result = json!(result);
+    let catalog: Value = serde_json::from_str(result["contents"][0]["text"].as_str().expect("text")).expect("json");
+    client.cancel().await.expect("close");
+    catalog["total"].as_u64().expect("total")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_without_the_right_key_get_401_with_a_bearer_challenge_and_change_nothing() {
+    let (_folder, database) = fresh_database();
+    let backend = start_backend(&database, Some(KEY)).await;
+    let authorization_cases: [&[(&str, &str)]; 5] = [
+        &[],
+        &[("authorization", "Bearer chave-errada")],
+        &[("authorization", "Bearer ")],
+        &[("authorization", "Basic Y2hhdmU6ZGUtdGVzdGU=")],
+        &[("authorization", &format!("Bearer {KEY}x"))],
+    ];
+    for headers in authorization_cases {
+        let response = post(&backend, headers, create_body("Invasor")).await;
+        assert_eq!(response.status(), StatusCode::UNAUTHORIZED, "{headers:?}");
+        let challenge = response.headers().get("www-authenticate").expect("WWW-Authenticate").to_str().expect("ascii");
+        assert!(challenge.starts_with("Bearer"), "{challenge}");
+        let body = response.text().await.expect("body");
+        assert!(!body.contains(KEY), "the key never appears in an answer");
+    }
+    let accepted = post(&backend, &[("authorization", &format!("bearer {KEY}"))], initialize_body()).await;
+    assert_eq!(accepted.status(), StatusCode::OK, "the scheme is case-insensitive");
+    assert_eq!(total(&backend).await, 0, "nothing was written");
+    let logs = backend.stderr.all();
+    assert!(logs.contains("refused by the API key check"), "refusals are logged");
+    assert!(!logs.contains(KEY) && !logs.contains("chave-errada"), "no key, right or wrong, reaches the log:\n{logs}");
+    assert!(backend.stop().await.success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_foreign_host_or_origin_gets_403_even_with_the_right_key() {
+    let (_folder, database) = fresh_database();
+    let backend = start_backend(&database, Some(KEY)).await;
+    let bearer = format!("Bearer {KEY}");
+    let refused: [&[(&str, &str)]; 4] = [
+        &[("host", "evil.example.com")],
+        &[("host", "127.0.0.1.evil.example.com")],
+        &[("origin", "https://evil.example.com")],
+        &[("origin", "null")],
+    ];
+    for headers in refused {
+        let mut all = vec![("authorization", bearer.as_str())];
+        all.extend_from_slice(headers);
+        let response = post(&backend, &all, create_body("Rebinding")).await;
+        assert_eq!(response.status(), StatusCode::FORBIDDEN, "{headers:?}");
+    }
+    let health = reqwest::Client::new()
+        .get(format!("{}/health", backend.base_url))
+        .header("host", "evil.example.com")
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(health.status(), StatusCode::FORBIDDEN, "the check covers every route");
+    let local_origin =
+        post(&backend, &[("authorization", &bearer), ("origin", "http://localhost:6274")], initialize_body()).await;
+    assert_eq!(local_origin.status(), StatusCode::OK, "a loopback origin (a local inspector) is allowed");
+    assert_eq!(total(&backend).await, 0, "nothing was written");
+    assert!(backend.stop().await.success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_answers_without_a_key_and_bad_bodies_are_refused_without_writing() {
+    let (_folder, database) = fresh_database();
+    let backend = start_backend(&database, Some(KEY)).await;
+    let health = reqwest::get(format!("{}/health", backend.base_url)).await.expect("health");
+    assert_eq!(health.status(), StatusCode::OK);
+    assert_eq!(health.json::<Value>().await.expect("json")["status"], "ok");
+
+    let bearer = format!("Bearer {KEY}");
+    let oversized = create_body(&"x".repeat(2 * 1024 * 1024));
+    let response = post(&backend, &[("authorization", &bearer)], oversized).await;
+    assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
+
+    for garbage in ["{not json", "[]", "\"texto\"", r#"{"jsonrpc":"2.0","id":1}"#] {
+        let response = post(&backend, &[("authorization", &bearer)], garbage.to_owned()).await;
+        assert!(response.status().is_client_error(), "{garbage}: {}", response.status());
+    }
+    let wrong_version =
+        post(&backend, &[("authorization", &bearer), ("mcp-protocol-version", "1999-01-01")], create_body("X")).await;
+    assert_eq!(wrong_version.status(), StatusCode::BAD_REQUEST);
+    assert_eq!(total(&backend).await, 0, "nothing was written");
+    assert!(backend.stop().await.success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_configured_key_one_is_generated_printed_once_with_a_client_config_and_works() {
+    let (_folder, database) = fresh_database();
+    let backend = start_backend(&database, None).await;
+    assert!(backend.api_key.starts_with("mcp_") && backend.api_key.len() >= 68, "a strong key");
+    let client = backend.client(Era::Initialize).await;
+    client.list_all_tools().await.expect("the generated key is accepted");
+    client.cancel().await.expect("close");
+    let stdout = backend.stdout.all();
+    assert_eq!(stdout.matches(&backend.api_key).count(), 2, "once as API_KEY=, once in the client config:\n{stdout}");
+    assert!(stdout.contains(&backend.mcp_url) && stdout.contains("\"Authorization\""), "{stdout}");
+    assert!(!backend.stderr.all().contains(&backend.api_key), "the key is never logged");
+    assert!(backend.stop().await.success());
+}

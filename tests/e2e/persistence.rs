@@ -1,0 +1,75 @@
+//! The data outlives the processes, and the two apps can share one database file.
+
+use rmcp::model::{CallToolRequestParams, ReadResourceRequestParams};
+use serde_json::{Value, json};
+
+use crate::support::{Client, ERAS, Era, fresh_database, start_backend, stdio_client};
+
+async fn create(client: &Client, titulo: &str) -> Value {
+    let arguments = json!({"titulo": titulo, "cargaHoraria": 8}).as_object().cloned().expect("object");
+    json!(client.call_tool(CallToolRequestParams::new("criar_curso").with_arguments(arguments)).await.expect("call"))
+}
+
+async fn read(client: &Client, uri: &str) -> Value {
+    let result = json!(client.read_resource(ReadResourceRequestParams::new(uri.to_owned())).await.expect("read"));
+    serde_json::from_str(result["contents"][0]["text"].as_str().expect("text")).expect("json")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn courses_survive_a_restart_of_the_backend() {
+    let (_folder, database) = fresh_database();
+    let backend = start_backend(&database, Some("chave-persistencia")).await;
+    let client = backend.client(Era::Initialize).await;
+    let created = create(&client, "Persistente").await["structuredContent"].clone();
+    client.cancel().await.expect("close");
+    assert!(backend.stop().await.success(), "SIGTERM stops the backend cleanly");
+
+    let backend = start_backend(&database, Some("chave-persistencia")).await;
+    for era in ERAS {
+        let client = backend.client(era).await;
+        let uri = format!("cursos://{}", created["id"].as_str().expect("id"));
+        assert_eq!(read(&client, &uri).await, created, "{era:?}");
+        client.cancel().await.expect("close");
+    }
+    assert!(backend.stop().await.success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_stdio_app_and_the_backend_share_one_database_file() {
+    let (_folder, database) = fresh_database();
+    let backend = start_backend(&database, Some("chave-compartilhada")).await;
+    let over_http = backend.client(Era::Initialize).await;
+    let (over_stdio, _stderr) = stdio_client(&database, Era::Discover).await;
+
+    let from_stdio = create(&over_stdio, "Criado pelo stdio").await["structuredContent"].clone();
+    let from_http = create(&over_http, "Criado pelo HTTP").await["structuredContent"].clone();
+    assert_eq!(read(&over_http, &format!("cursos://{}", from_stdio["id"].as_str().expect("id"))).await, from_stdio);
+    assert_eq!(read(&over_stdio, &format!("cursos://{}", from_http["id"].as_str().expect("id"))).await, from_http);
+
+    let duplicate = create(&over_http, "criado PELO stdio").await;
+    assert_eq!(duplicate["isError"], true, "the title rule holds across processes: {duplicate}");
+    let catalog = read(&over_stdio, "cursos://catalogo").await;
+    assert_eq!(catalog["total"], 2);
+
+    over_stdio.cancel().await.expect("close");
+    over_http.cancel().await.expect("close");
+    assert!(backend.stop().await.success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_creates_of_one_title_from_both_apps_let_exactly_one_win() {
+    let (_folder, database) = fresh_database();
+    let backend = start_backend(&database, Some("chave-corrida")).await;
+    let over_http = backend.client(Era::Initialize).await;
+    let (over_stdio, _stderr) = stdio_client(&database, Era::Initialize).await;
+    for round in 0..10 {
+        let title = format!("Corrida {round}");
+        let (first, second) = tokio::join!(create(&over_http, &title), create(&over_stdio, &title));
+        let winners = [&first, &second].iter().filter(|result| result["isError"] == false).count();
+        assert_eq!(winners, 1, "round {round}: {first} / {second}");
+    }
+    assert_eq!(read(&over_http, "cursos://catalogo").await["total"], 10);
+    over_stdio.cancel().await.expect("close");
+    over_http.cancel().await.expect("close");
+    assert!(backend.stop().await.success());
+}

@@ -1,0 +1,154 @@
+//! One scenario, run by a real MCP client against either transport; it returns a transcript
+//! (ids and timestamps replaced by placeholders) so that the two transports can be compared.
+
+use rmcp::ServiceError;
+use rmcp::model::{CallToolRequestParams, GetPromptRequestParams, ReadResourceRequestParams};
+use serde_json::{Value, json};
+
+use crate::support::{Client, Era};
+
+/// Runs the scenario on an empty catalog and returns its normalized transcript.
+pub(crate) async fn run(client: &Client, era: Era) -> Vec<Value> {
+    let mut transcript = Vec::new();
+    let mut record = |step: &str, value: Value| transcript.push(json!({ "step": step, "value": value }));
+
+    record("tools/list", json!(client.list_all_tools().await.expect("tools/list")));
+    record("resources/templates/list", json!(client.list_all_resource_templates().await.expect("templates")));
+    record("prompts/list", json!(client.list_all_prompts().await.expect("prompts/list")));
+
+    let created = call(client, "criar_curso", json!({"titulo": "Arquitetura de Software", "cargaHoraria": 12})).await;
+    assert_eq!(created["isError"], false, "{era:?}: {created}");
+    let id = created["structuredContent"]["id"].as_str().expect("id").to_owned();
+    let uri = format!("cursos://{id}");
+    record("criar_curso", created.clone());
+
+    let duplicate = call(client, "criar_curso", json!({"titulo": "arquitetura de software", "cargaHoraria": 5})).await;
+    assert_eq!(duplicate["isError"], true);
+    record("criar_curso duplicado", duplicate);
+
+    let invalid = call(client, "criar_curso", json!({"titulo": "", "cargaHoraria": 0})).await;
+    assert_eq!(invalid["isError"], true);
+    record("criar_curso inválido", invalid);
+
+    let updated = call(client, "atualizar_curso", json!({"id": id, "cargaHoraria": 20})).await;
+    assert_eq!(updated["structuredContent"]["cargaHoraria"], 20);
+    record("atualizar_curso", updated);
+
+    let second = call(client, "criar_curso", json!({"titulo": "Rust", "cargaHoraria": 40})).await;
+    let second_id = second["structuredContent"]["id"].as_str().expect("id").to_owned();
+
+    let course = read(client, &uri).await;
+    assert_eq!(course["cargaHoraria"], 20);
+    record("ler curso", course);
+
+    let catalog = read(client, "cursos://catalogo").await;
+    assert_eq!(catalog["total"], 2);
+    record("ler catálogo", catalog);
+
+    let resources = json!(client.list_all_resources().await.expect("resources/list"));
+    assert_eq!(resources.as_array().map(Vec::len), Some(3));
+    record("resources/list", resources);
+
+    let archived = call(client, "arquivar_curso", json!({"id": id})).await;
+    assert_eq!(archived["structuredContent"]["arquivado"], true);
+    record("arquivar_curso", archived.clone());
+    let again = call(client, "arquivar_curso", json!({"id": id})).await;
+    assert_eq!(again["structuredContent"], archived["structuredContent"], "archiving twice is a no-op");
+    record("arquivar_curso de novo", again);
+
+    let refused = call(client, "atualizar_curso", json!({"id": id, "titulo": "Outro"})).await;
+    assert_eq!(refused["isError"], true);
+    record("atualizar arquivado", refused);
+
+    let catalog = read(client, "cursos://catalogo").await;
+    assert_eq!(catalog["total"], 1);
+    assert_eq!(catalog["cursos"][0]["id"], second_id.as_str());
+    record("catálogo depois de arquivar", catalog);
+
+    let not_found = client.read_resource(ReadResourceRequestParams::new("cursos://nao-existe")).await;
+    record("recurso inexistente", error_json(not_found.map(|_| ())));
+
+    let unknown_tool = client.call_tool(CallToolRequestParams::new("apagar_curso")).await;
+    record("ferramenta desconhecida", error_json(unknown_tool.map(|_| ())));
+
+    let arguments = json!({"titulo": "Go", "cargaHoraria": "10"}).as_object().cloned().expect("object");
+    let prompt =
+        client.get_prompt(GetPromptRequestParams::new("criar-curso").with_arguments(arguments)).await.expect("prompt");
+    record("prompts/get", json!(prompt));
+
+    normalize(transcript, &[(&id, "<id-1>"), (&second_id, "<id-2>")])
+}
+
+async fn call(client: &Client, tool: &str, arguments: Value) -> Value {
+    let arguments = arguments.as_object().cloned().expect("object");
+    json!(
+        client
+            .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments))
+            .await
+            .expect("tools/call")
+    )
+}
+
+async fn read(client: &Client, uri: &str) -> Value {
+    let result = json!(client.read_resource(ReadResourceRequestParams::new(uri)).await.expect("resources/read"));
+    serde_json::from_str(result["contents"][0]["text"].as_str().expect("text")).expect("json")
+}
+
+fn error_json(outcome: Result<(), ServiceError>) -> Value {
+    match outcome {
+        Err(ServiceError::McpError(error)) => {
+            json!({"code": error.code.0, "message": error.message, "data": error.data})
+        }
+        other => panic!("expected a protocol error, got {other:?}"),
+    }
+}
+
+/// Replaces the given ids and every RFC 3339 timestamp, which differ from run to run.
+fn normalize(transcript: Vec<Value>, ids: &[(&str, &str)]) -> Vec<Value> {
+    let mut text = serde_json::to_string(&transcript).expect("json");
+    for (id, placeholder) in ids {
+        text = text.replace(id, placeholder);
+    }
+    serde_json::from_str(&replace_timestamps(&text)).expect("json")
+}
+
+fn replace_timestamps(text: &str) -> String {
+    // `2026-11-30T12:00:00.123Z` and `2026-11-30T12:00:00Z`.
+    let bytes = text.as_bytes();
+    let shape = b"dddd-dd-ddTdd:dd:dd";
+    let mut output = String::with_capacity(text.len());
+    let mut index = 0;
+    while index < bytes.len() {
+        let matches_shape = bytes.len() - index >= shape.len()
+            && shape
+                .iter()
+                .zip(&bytes[index..])
+                .all(|(want, got)| if *want == b'd' { got.is_ascii_digit() } else { want == got });
+        if matches_shape {
+            let mut end = index + shape.len();
+            if bytes.get(end) == Some(&b'.') {
+                end += 1;
+                while bytes.get(end).is_some_and(u8::is_ascii_digit) {
+                    end += 1;
+                }
+            }
+            if bytes.get(end) == Some(&b'Z') {
+                output.push_str("<timestamp>");
+                index = end + 1;
+                continue;
+            }
+        }
+        let character = text[index..].chars().next().expect("char");
+        output.push(character);
+        index += character.len_utf8();
+    }
+    output
+}
+
+#[test]
+fn timestamps_are_replaced_wherever_they_appear() {
+    assert_eq!(
+        replace_timestamps(r#"{"a":"2026-11-30T12:00:00.123Z","b":"x 2026-01-01T00:00:00Z y","c":"2026-11-30"}"#),
+        r#"{"a":"<timestamp>","b":"x <timestamp> y","c":"2026-11-30"}"#
+    );
+}

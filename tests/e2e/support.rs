@@ -1,0 +1,204 @@
+//! Starting the real binaries and connecting real MCP clients to them.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use rmcp::model::ProtocolVersion;
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{ConfigureCommandExt, StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{RoleClient, ServiceExt};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+use tokio::sync::mpsc;
+
+/// How long a process may take to become ready or to stop before the test fails.
+pub(crate) const PATIENCE: Duration = Duration::from_secs(60);
+
+/// The two protocol eras a client may speak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Era {
+    /// `initialize` handshake (negotiates 2025-11-25).
+    Initialize,
+    /// `server/discover`, 2026-07-28.
+    Discover,
+}
+
+pub(crate) const ERAS: [Era; 2] = [Era::Initialize, Era::Discover];
+
+pub(crate) type Client = RunningService<RoleClient, ()>;
+
+/// The path of one of the workspace's binaries, built beside this test binary.
+///
+/// `cargo test --workspace` builds both (each app has an integration test); when this package is
+/// tested alone and they are missing, they are built once here.
+pub(crate) fn binary(name: &str) -> PathBuf {
+    static TARGET_DIR: OnceLock<PathBuf> = OnceLock::new();
+    let target_dir = TARGET_DIR.get_or_init(|| {
+        let test_binary = std::env::current_exe().expect("current exe");
+        let target_dir = test_binary.parent().and_then(Path::parent).expect("target/<profile>").to_owned();
+        let missing = ["mcp-cursos-stdio", "mcp-cursos-backend"].iter().any(|name| !target_dir.join(name).exists());
+        if missing {
+            let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root");
+            let status = std::process::Command::new(env!("CARGO"))
+                .args(["build", "--quiet", "-p", "mcp-cursos-stdio", "-p", "mcp-cursos-backend"])
+                .current_dir(workspace)
+                .status()
+                .expect("run cargo build");
+            assert!(status.success(), "building the binaries failed");
+        }
+        target_dir
+    });
+    target_dir.join(name)
+}
+
+/// A fresh folder with a database path inside (not yet created).
+pub(crate) fn fresh_database() -> (tempfile::TempDir, PathBuf) {
+    let folder = tempfile::tempdir().expect("temp dir");
+    let path = folder.path().join("dados/cursos.db");
+    (folder, path)
+}
+
+/// Lines a child wrote, collected as they arrive.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Lines(Arc<Mutex<Vec<String>>>);
+
+impl Lines {
+    pub(crate) fn all(&self) -> String {
+        self.0.lock().expect("lines").join("\n")
+    }
+
+    fn collect(
+        &self,
+        stream: impl tokio::io::AsyncRead + Unpin + Send + 'static,
+        found: Option<mpsc::UnboundedSender<String>>,
+    ) {
+        let lines = self.clone();
+        tokio::spawn(async move {
+            let mut reader = BufReader::new(stream).lines();
+            while let Ok(Some(line)) = reader.next_line().await {
+                if let Some(found) = &found {
+                    let _ = found.send(line.clone());
+                }
+                lines.0.lock().expect("lines").push(line);
+            }
+        });
+    }
+}
+
+/// A running `mcp-cursos-backend`.
+pub(crate) struct Backend {
+    child: Child,
+    /// `http://127.0.0.1:<port>`
+    pub(crate) base_url: String,
+    /// `http://127.0.0.1:<port>/mcp`
+    pub(crate) mcp_url: String,
+    pub(crate) api_key: String,
+    pub(crate) stdout: Lines,
+    pub(crate) stderr: Lines,
+}
+
+/// Starts the backend on a free loopback port. Without `api_key`, reads the generated one from stdout.
+pub(crate) async fn start_backend(database: &Path, api_key: Option<&str>) -> Backend {
+    let mut command = Command::new(binary("mcp-cursos-backend"));
+    command
+        .env_clear()
+        .env("HOST", "127.0.0.1")
+        .env("PORT", "0")
+        .env("DATABASE_PATH", database)
+        .env("RUST_LOG", "info")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    if let Some(key) = api_key {
+        command.env("API_KEY", key);
+    }
+    let mut child = command.spawn().expect("spawn backend");
+    let (stderr_found, mut stderr_events) = mpsc::unbounded_channel();
+    let (stdout_found, mut stdout_events) = mpsc::unbounded_channel();
+    let stderr = Lines::default();
+    let stdout = Lines::default();
+    stderr.collect(child.stderr.take().expect("stderr"), Some(stderr_found));
+    stdout.collect(child.stdout.take().expect("stdout"), Some(stdout_found));
+
+    let mcp_url = tokio::time::timeout(PATIENCE, async {
+        while let Some(line) = stderr_events.recv().await {
+            if line.contains("listening")
+                && let Some(url) = line.split_whitespace().find_map(|word| word.strip_prefix("url="))
+            {
+                return url.to_owned();
+            }
+        }
+        panic!("the backend exited before listening:\n{}", stderr.all());
+    })
+    .await
+    .unwrap_or_else(|_| panic!("the backend did not start listening in time:\n{}", stderr.all()));
+
+    let api_key = match api_key {
+        Some(key) => key.to_owned(),
+        None => tokio::time::timeout(PATIENCE, async {
+            while let Some(line) = stdout_events.recv().await {
+                if let Some(key) = line.strip_prefix("API_KEY=") {
+                    return key.to_owned();
+                }
+            }
+            panic!("no generated key on stdout:\n{}", stdout.all());
+        })
+        .await
+        .expect("the generated key in time"),
+    };
+    let base_url = mcp_url.trim_end_matches("/mcp").to_owned();
+    Backend { child, base_url, mcp_url, api_key, stdout, stderr }
+}
+
+impl Backend {
+    /// An MCP client over Streamable HTTP with the Bearer key.
+    pub(crate) async fn client(&self, era: Era) -> Client {
+        let config =
+            StreamableHttpClientTransportConfig::with_uri(self.mcp_url.clone()).auth_header(self.api_key.clone());
+        connect(StreamableHttpClientTransport::from_config(config), era).await
+    }
+
+    /// SIGTERM, then waits for a clean exit.
+    pub(crate) async fn stop(mut self) -> std::process::ExitStatus {
+        let pid = self.child.id().expect("running");
+        let status = std::process::Command::new("kill").args(["-TERM", &pid.to_string()]).status().expect("kill");
+        assert!(status.success());
+        tokio::time::timeout(PATIENCE, self.child.wait()).await.expect("stopped in time").expect("exit status")
+    }
+}
+
+/// An MCP client connected to a fresh `mcp-cursos-stdio` child process.
+pub(crate) async fn stdio_client(database: &Path, era: Era) -> (Client, Lines) {
+    let command = Command::new(binary("mcp-cursos-stdio")).configure(|command| {
+        command.env_clear().env("DATABASE_PATH", database).env("RUST_LOG", "info");
+    });
+    let (transport, stderr) =
+        TokioChildProcess::builder(command).stderr(Stdio::piped()).spawn().expect("spawn stdio app");
+    let lines = Lines::default();
+    lines.collect(stderr.expect("stderr"), None);
+    (connect(transport, era).await, lines)
+}
+
+async fn connect<T, E, A>(transport: T, era: Era) -> Client
+where
+    T: rmcp::transport::IntoTransport<RoleClient, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let connecting = async {
+        match era {
+            Era::Initialize => ().serve(transport).await,
+            Era::Discover => {
+                ().serve_with_lifecycle(
+                    transport,
+                    ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] },
+                )
+                .await
+            }
+        }
+    };
+    tokio::time::timeout(PATIENCE, connecting).await.expect("connected in time").expect("MCP connection")
+}

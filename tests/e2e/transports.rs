@@ -1,0 +1,88 @@
+//! Both transports answer the shared scenario identically, on both protocol eras.
+
+use crate::scenario;
+use crate::support::{ERAS, Era, fresh_database, start_backend, stdio_client};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stdio_and_http_give_identical_results_for_the_same_scenario_on_both_eras() {
+    for era in ERAS {
+        let (_stdio_folder, stdio_database) = fresh_database();
+        let (client, _stderr) = stdio_client(&stdio_database, era).await;
+        let over_stdio = scenario::run(&client, era).await;
+        client.cancel().await.expect("close stdio client");
+
+        let (_http_folder, http_database) = fresh_database();
+        let backend = start_backend(&http_database, Some("chave-de-teste-e2e")).await;
+        let client = backend.client(era).await;
+        let over_http = scenario::run(&client, era).await;
+        client.cancel().await.expect("close http client");
+        assert!(backend.stop().await.success());
+
+        assert_eq!(over_stdio.len(), over_http.len());
+        for (stdio_step, http_step) in over_stdio.iter().zip(&over_http) {
+            assert_eq!(stdio_step, http_step, "{era:?}: the transports differ at step {}", stdio_step["step"]);
+        }
+
+        let not_found = over_stdio.iter().find(|step| step["step"] == "recurso inexistente").expect("step");
+        let expected_code = match era {
+            Era::Initialize => -32002,
+            Era::Discover => -32602,
+        };
+        assert_eq!(not_found["value"]["code"], expected_code, "{era:?}");
+        assert_eq!(not_found["value"]["data"]["uri"], "cursos://nao-existe");
+        let unknown_tool = over_stdio.iter().find(|step| step["step"] == "ferramenta desconhecida").expect("step");
+        assert_eq!(unknown_tool["value"]["code"], -32602);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_stdio_app_logs_to_stderr_only_and_exits_cleanly_when_stdin_closes() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+    let (_folder, database) = fresh_database();
+    let mut child = tokio::process::Command::new(crate::support::binary("mcp-cursos-stdio"))
+        .env_clear()
+        .env("DATABASE_PATH", &database)
+        .env("RUST_LOG", "debug")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let requests = [
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"e2e","version":"1"}}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"criar_curso","arguments":{"titulo":"Rust","cargaHoraria":40}}}"#,
+    ];
+    for request in requests {
+        stdin.write_all(format!("{request}\n").as_bytes()).await.expect("write");
+    }
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let mut answered = Vec::new();
+    while answered.len() < 2 {
+        let line = tokio::time::timeout(crate::support::PATIENCE, stdout.next_line())
+            .await
+            .expect("answer in time")
+            .expect("read");
+        let line = line.expect("an answer before stdout closed");
+        let message: serde_json::Value =
+            serde_json::from_str(&line).unwrap_or_else(|_| panic!("stdout is JSON-RPC only: {line:?}"));
+        assert_eq!(message["jsonrpc"], "2.0");
+        answered.push(message["id"].as_i64().expect("a response id"));
+    }
+    answered.sort_unstable();
+    assert_eq!(answered, [1, 2]);
+    drop(stdin);
+    let status =
+        tokio::time::timeout(crate::support::PATIENCE, child.wait()).await.expect("exited in time").expect("status");
+    assert!(status.success(), "{status:?}");
+    assert_eq!(stdout.next_line().await.expect("read"), None, "nothing else on stdout");
+    let mut stderr = String::new();
+    tokio::io::AsyncReadExt::read_to_string(&mut child.stderr.take().expect("stderr"), &mut stderr)
+        .await
+        .expect("stderr");
+    assert!(stderr.contains("mcp-cursos-stdio ready"), "logs go to stderr: {stderr}");
+    assert!(database.exists(), "the database and its folder were created");
+}
