@@ -76,7 +76,7 @@ pub(crate) async fn run(client: &Client, era: Era) -> Vec<Value> {
         client.get_prompt(GetPromptRequestParams::new("criar-curso").with_arguments(arguments)).await.expect("prompt");
     record("prompts/get", json!(prompt));
 
-    normalize(transcript, &[(&id, "<id-1>"), (&second_id, "<id-2>")])
+    normalize(&transcript, &[(&id, "<id-1>"), (&second_id, "<id-2>")])
 }
 
 async fn call(client: &Client, tool: &str, arguments: Value) -> Value {
@@ -104,8 +104,8 @@ fn error_json(outcome: Result<(), ServiceError>) -> Value {
 }
 
 /// Replaces the given ids and every RFC 3339 timestamp, which differ from run to run.
-fn normalize(transcript: Vec<Value>, ids: &[(&str, &str)]) -> Vec<Value> {
-    let mut text = serde_json::to_string(&transcript).expect("json");
+fn normalize(transcript: &[Value], ids: &[(&str, &str)]) -> Vec<Value> {
+    let mut text = serde_json::to_string(transcript).expect("json");
     for (id, placeholder) in ids {
         text = text.replace(id, placeholder);
     }

@@ -11,6 +11,8 @@
 //!
 //! Every route first passes the Host/Origin check ([`RequestGuard`]): 403 otherwise.
 
+#![deny(missing_docs)]
+
 mod api_key;
 mod guard;
 mod settings;
@@ -50,7 +52,6 @@ pub struct AppConfig {
 /// The backend's router: `/mcp` (authenticated) and `/health`, behind the Host/Origin check.
 ///
 /// `shutdown` ends open response streams when the server stops.
-#[must_use]
 pub fn app(catalog: Catalog, config: AppConfig, shutdown: CancellationToken) -> Router {
     let mcp_config = StreamableHttpServerConfig::default()
         // Stateless with JSON responses: any replica can answer any request (ADR 0005).

@@ -8,6 +8,8 @@
 //! **Architecture invariant:** this crate knows nothing of MCP, JSON-RPC, HTTP or serialization.
 //! Its types derive neither `Serialize` nor `JsonSchema`; the server library converts them by hand.
 
+#![deny(missing_docs)]
+
 mod catalog;
 mod course;
 mod course_id;

@@ -177,7 +177,10 @@ mod tests {
     use super::*;
 
     fn object(value: Value) -> JsonObject {
-        value.as_object().cloned().expect("an object")
+        match value {
+            Value::Object(object) => object,
+            other => panic!("not an object: {other}"),
+        }
     }
 
     fn create_error(value: Value) -> String {

@@ -8,6 +8,8 @@
 //! names. It converts domain values to wire types by hand ([`wire`]) and maps each domain error
 //! to exactly one MCP outcome (`outcomes`).
 
+#![deny(missing_docs)]
+
 mod arguments;
 mod outcomes;
 mod prompts;

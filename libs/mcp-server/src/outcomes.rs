@@ -94,7 +94,7 @@ fn success(course: &Course, summary: &str) -> CallToolResult {
     let mut result = CallToolResult::success(vec![
         ContentBlock::text(text),
         ContentBlock::text(value.to_string()),
-        ContentBlock::resource_link(Resource::new(uri, json.titulo.clone()).with_mime_type("application/json")),
+        ContentBlock::resource_link(Resource::new(uri, json.titulo).with_mime_type("application/json")),
     ]);
     result.structured_content = Some(value);
     result

@@ -139,6 +139,7 @@ impl CursosServer {
 }
 
 #[prompt_router]
+#[allow(missing_docs, reason = "rmcp's #[prompt] generates an undocumented pub metadata function")]
 impl CursosServer {
     /// Roteiro guiado para cadastrar um curso: ler o catálogo, checar duplicidade, validar os dados, chamar
     /// criar_curso e confirmar o resultado.

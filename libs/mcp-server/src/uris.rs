@@ -81,7 +81,7 @@ mod tests {
             format!("cursos://{}", id.to_string().to_uppercase()),
             format!("cursos://{id}/extra"),
             format!("https://{id}"),
-            format!("file:///etc/passwd"),
+            "file:///etc/passwd".to_owned(),
         ] {
             assert_eq!(ResourceUri::parse(&uri), None, "{uri:?}");
         }
