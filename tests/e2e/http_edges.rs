@@ -123,6 +123,16 @@ async fn health_answers_without_a_key_and_bad_bodies_are_refused_without_writing
         let response = post(&backend, &[("authorization", &bearer)], garbage.to_owned()).await;
         assert!(response.status().is_client_error(), "{garbage}: {}", response.status());
     }
+    for method in [reqwest::Method::GET, reqwest::Method::DELETE] {
+        let response = reqwest::Client::new()
+            .request(method.clone(), &backend.mcp_url)
+            .header("authorization", &bearer)
+            .header("accept", "text/event-stream")
+            .send()
+            .await
+            .expect("request");
+        assert_eq!(response.status(), StatusCode::METHOD_NOT_ALLOWED, "{method}: stateless, POST only");
+    }
     let wrong_version =
         post(&backend, &[("authorization", &bearer), ("mcp-protocol-version", "1999-01-01")], create_body("X")).await;
     assert_eq!(wrong_version.status(), StatusCode::BAD_REQUEST);

@@ -54,7 +54,7 @@ pub struct AppConfig {
 /// `shutdown` ends open response streams when the server stops.
 pub fn app(catalog: Catalog, config: AppConfig, shutdown: CancellationToken) -> Router {
     let mcp_config = StreamableHttpServerConfig::default()
-        // Stateless with JSON responses: any replica can answer any request (ADR 0005).
+        // Stateless with JSON responses: any replica can answer any request (ADR 0007).
         .with_legacy_session_mode(false)
         .with_json_response(true)
         .with_max_request_body_bytes(MAX_REQUEST_BODY_BYTES)
