@@ -83,8 +83,7 @@ fn input_schema<T: rmcp::schemars::JsonSchema + 'static>() -> Arc<JsonObject> {
 #[tool_router]
 impl CursosServer {
     /// Cria um curso ativo no catálogo. Use quando o usuário pedir para cadastrar um curso novo.
-    /// Recusa (isError) título vazio, com mais de 200 caracteres, com caracteres de controle ou igual ao de
-    /// outro curso ativo (sem diferenciar maiúsculas nem espaços extras), e carga horária fora de 1 a 1000 horas.
+    /// Recusa (isError) título vazio, com mais de 200 caracteres, com caracteres de controle ou igual ao de outro curso ativo (sem diferenciar maiúsculas nem espaços extras), e carga horária fora de 1 a 1000 horas.
     /// Devolve o curso criado e um link para cursos://<id>.
     #[tool(
         name = "criar_curso",
@@ -101,9 +100,9 @@ impl CursosServer {
         outcomes::created(self.catalog.create(new_course).await)
     }
 
-    /// Altera um curso ativo: informe o id e ao menos um dos campos titulo e cargaHoraria; os campos omitidos
-    /// ficam como estão. Recusa (isError) curso inexistente ou arquivado, nada a alterar, título repetido de outro
-    /// curso ativo e valores fora das regras. Devolve o curso como ficou.
+    /// Altera um curso ativo: informe o id e ao menos um dos campos titulo e cargaHoraria; os campos omitidos ficam como estão.
+    /// Recusa (isError) curso inexistente ou arquivado, nada a alterar, título repetido de outro curso ativo e valores fora das regras.
+    /// Devolve o curso como ficou.
     #[tool(
         name = "atualizar_curso",
         title = "Atualizar curso",
@@ -119,8 +118,8 @@ impl CursosServer {
         outcomes::updated(self.catalog.update(id, changes).await)
     }
 
-    /// Arquiva um curso: ele sai do catálogo (cursos://catalogo), continua legível em cursos://<id> e não pode
-    /// mais ser alterado. Não há como desarquivar. Arquivar um curso já arquivado não muda nada e é aceito.
+    /// Arquiva um curso: ele sai do catálogo (cursos://catalogo), continua legível em cursos://<id> e não pode mais ser alterado.
+    /// Não há como desarquivar. Arquivar um curso já arquivado não muda nada e é aceito.
     /// Recusa (isError) id inexistente. Devolve o curso arquivado.
     #[tool(
         name = "arquivar_curso",
@@ -141,8 +140,7 @@ impl CursosServer {
 #[prompt_router]
 #[allow(missing_docs, reason = "rmcp's #[prompt] generates an undocumented pub metadata function")]
 impl CursosServer {
-    /// Roteiro guiado para cadastrar um curso: ler o catálogo, checar duplicidade, validar os dados, chamar
-    /// criar_curso e confirmar o resultado.
+    /// Roteiro guiado para cadastrar um curso: ler o catálogo, checar duplicidade, validar os dados, chamar criar_curso e confirmar o resultado.
     #[prompt(name = "criar-curso", title = "Cadastrar um curso")]
     async fn create_course_prompt(
         &self,
