@@ -163,9 +163,11 @@ async fn the_three_tools_are_listed_with_schemas_and_truthful_annotations() {
         ];
         for (name, required, destructive, idempotent) in expectations {
             let tool = tool(name);
+            let description = tool["description"].as_str().expect("description");
+            assert!(description.len() > 80, "{name} needs a real description");
             assert!(
-                tool["description"].as_str().is_some_and(|text| text.len() > 80),
-                "{name} needs a real description"
+                description.lines().all(|line| line.ends_with('.')),
+                "{name}: no sentence cut by a line break: {description:?}"
             );
             assert!(tool["title"].is_string(), "{name} has a title");
             assert_eq!(tool["inputSchema"]["type"], "object");
