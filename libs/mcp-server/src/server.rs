@@ -30,7 +30,7 @@ use crate::uris::{self, ResourceUri};
 use crate::wire::{
     ArchiveCourseArguments, CourseJson, CreateCourseArguments, CreateCoursePromptArguments, UpdateCourseArguments,
 };
-use crate::{arguments, prompts};
+use crate::{arguments, prompts, wire};
 
 const JSON: &str = "application/json";
 
@@ -77,7 +77,13 @@ impl CursosServer {
 }
 
 fn input_schema<T: rmcp::schemars::JsonSchema + 'static>() -> Arc<JsonObject> {
-    schema_for_input::<T>().unwrap_or_else(|error| panic!("the arguments schema is an object by construction: {error}"))
+    let schema = schema_for_input::<T>()
+        .unwrap_or_else(|error| panic!("the arguments schema is an object by construction: {error}"));
+    wire::portable_schema(&schema)
+}
+
+fn output_schema<T: rmcp::schemars::JsonSchema + 'static>() -> Arc<JsonObject> {
+    wire::portable_schema(&schema_for_output::<T>())
 }
 
 #[tool_router]
@@ -89,7 +95,7 @@ impl CursosServer {
         name = "criar_curso",
         title = "Criar curso",
         input_schema = input_schema::<CreateCourseArguments>(),
-        output_schema = schema_for_output::<CourseJson>(),
+        output_schema = output_schema::<CourseJson>(),
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false)
     )]
     async fn create_course(&self, raw_arguments: JsonObject) -> CallToolResult {
@@ -107,7 +113,7 @@ impl CursosServer {
         name = "atualizar_curso",
         title = "Atualizar curso",
         input_schema = input_schema::<UpdateCourseArguments>(),
-        output_schema = schema_for_output::<CourseJson>(),
+        output_schema = output_schema::<CourseJson>(),
         annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false)
     )]
     async fn update_course(&self, raw_arguments: JsonObject) -> CallToolResult {
@@ -125,7 +131,7 @@ impl CursosServer {
         name = "arquivar_curso",
         title = "Arquivar curso",
         input_schema = input_schema::<ArchiveCourseArguments>(),
-        output_schema = schema_for_output::<CourseJson>(),
+        output_schema = output_schema::<CourseJson>(),
         annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false)
     )]
     async fn archive_course(&self, raw_arguments: JsonObject) -> CallToolResult {
@@ -141,13 +147,14 @@ impl CursosServer {
 #[allow(missing_docs, reason = "rmcp's #[prompt] generates an undocumented pub metadata function")]
 impl CursosServer {
     /// Roteiro guiado para cadastrar um curso: ler o catálogo, checar duplicidade, validar os dados, chamar criar_curso e confirmar o resultado.
-    #[prompt(name = "criar-curso", title = "Cadastrar um curso")]
+    #[prompt(name = "criar-curso", title = "Cadastrar um curso", arguments = prompts::create_course_arguments())]
     async fn create_course_prompt(
         &self,
         Parameters(arguments): Parameters<CreateCoursePromptArguments>,
-    ) -> GetPromptResult {
-        GetPromptResult::new(vec![PromptMessage::new_text(Role::User, prompts::create_course(&arguments))])
-            .with_description("Cadastro guiado de um curso no catálogo")
+    ) -> Result<GetPromptResult, McpError> {
+        let text = prompts::create_course(&arguments)?;
+        Ok(GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)])
+            .with_description("Cadastro guiado de um curso no catálogo"))
     }
 }
 

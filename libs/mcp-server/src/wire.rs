@@ -6,7 +6,11 @@
 
 use courses_domain::{Course, CoursePage, OffsetDateTime};
 use rmcp::schemars::{self, JsonSchema};
+use std::sync::Arc;
+
+use rmcp::model::JsonObject;
 use serde::Serialize;
+use serde_json::Value;
 use time::format_description::well_known::Rfc3339;
 
 use crate::uris;
@@ -75,6 +79,43 @@ impl CatalogPageJson {
     }
 }
 
+/// A schema that every host's validator reads the same way: drops schemars' Rust-specific integer
+/// formats (`uint16`, `int64`, ...; unknown formats make some validators warn) and turns nullable
+/// type arrays (`["string", "null"]`) into the plain type, since some hosts (Gemini's OpenAPI
+/// subset) cannot read type arrays. The server still accepts `null` for optional fields.
+#[must_use]
+pub fn portable_schema(schema: &JsonObject) -> Arc<JsonObject> {
+    fn clean(value: &mut Value) {
+        match value {
+            Value::Object(object) => {
+                if object.get("format").and_then(Value::as_str).is_some_and(|format| RUST_INT_FORMATS.contains(&format))
+                {
+                    object.remove("format");
+                }
+                if let Some(Value::Array(types)) = object.get("type") {
+                    let non_null: Vec<Value> =
+                        types.iter().filter(|kind| kind.as_str() != Some("null")).cloned().collect();
+                    if let [only] = non_null.as_slice() {
+                        let only = only.clone();
+                        object.insert("type".to_owned(), only);
+                    }
+                }
+                object.values_mut().for_each(clean);
+            }
+            Value::Array(items) => items.iter_mut().for_each(clean),
+            _ => {}
+        }
+    }
+    const RUST_INT_FORMATS: [&str; 10] =
+        ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "uint", "int"];
+    let mut value = Value::Object(schema.clone());
+    clean(&mut value);
+    match value {
+        Value::Object(object) => Arc::new(object),
+        _ => Arc::new(schema.clone()),
+    }
+}
+
 /// Timestamps on the wire: RFC 3339 in UTC (`2026-11-30T12:00:00.123Z`).
 fn rfc3339(instant: OffsetDateTime) -> String {
     instant.format(&Rfc3339).unwrap_or_else(|_| instant.to_string())
@@ -120,12 +161,15 @@ pub(crate) struct ArchiveCourseArguments {
     id: String,
 }
 
-/// Arguments of the `criar-curso` prompt. Prompt arguments are always strings on the wire.
-#[derive(Debug, serde::Deserialize, JsonSchema)]
+/// Arguments of the `criar-curso` prompt, read leniently: [`crate::prompts`] checks them and
+/// answers a missing one with a Portuguese message. The published argument list is
+/// [`crate::prompts::create_course_arguments`].
+#[derive(Debug, Default, serde::Deserialize, JsonSchema)]
 pub struct CreateCoursePromptArguments {
     /// Título do curso a cadastrar.
-    pub titulo: String,
+    #[serde(default)]
+    pub titulo: Option<serde_json::Value>,
     /// Carga horária desejada, em horas inteiras (1 a 1000).
-    #[serde(rename = "cargaHoraria")]
-    pub carga_horaria: String,
+    #[serde(default, rename = "cargaHoraria")]
+    pub carga_horaria: Option<serde_json::Value>,
 }

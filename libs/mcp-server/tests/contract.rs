@@ -189,6 +189,16 @@ async fn the_three_tools_are_listed_with_schemas_and_truthful_annotations() {
             assert_eq!(annotations["idempotentHint"], idempotent, "{name}");
             assert_eq!(annotations["openWorldHint"], false, "{name}");
         }
+        let schemas =
+            tools.as_array().expect("array").iter().flat_map(|tool| [&tool["inputSchema"], &tool["outputSchema"]]);
+        for schema in schemas {
+            let text = schema.to_string();
+            assert!(
+                !text.contains("\"format\":\"uint") && !text.contains("\"format\":\"int"),
+                "no Rust integer formats: {text}"
+            );
+            assert!(!text.contains("\"type\":["), "no type arrays (some hosts cannot read them): {text}");
+        }
         let hours = &tool("criar_curso")["inputSchema"]["properties"]["cargaHoraria"];
         assert_eq!(
             (hours["type"].clone(), hours["minimum"].clone(), hours["maximum"].clone()),
@@ -516,10 +526,17 @@ async fn the_criar_curso_prompt_fills_its_two_arguments_as_quoted_data() {
 
         let missing = json!({"titulo": "Rust"}).as_object().cloned().expect("object");
         let error = harness.client.get_prompt(GetPromptRequestParams::new("criar-curso").with_arguments(missing)).await;
-        assert!(
-            matches!(error, Err(ServiceError::McpError(ref error)) if error.code == ErrorCode::INVALID_PARAMS),
-            "{era:?}: {error:?}"
-        );
+        match error {
+            Err(ServiceError::McpError(error)) => {
+                assert_eq!(error.code, ErrorCode::INVALID_PARAMS, "{era:?}");
+                assert!(
+                    error.message.contains("Argumento obrigatório ausente") && error.message.contains("'cargaHoraria'"),
+                    "{}",
+                    error.message
+                );
+            }
+            other => panic!("{era:?}: expected -32602, got {other:?}"),
+        }
         assert_eq!(harness.catalog_total().await, 0, "the prompt writes nothing");
     }
 }
