@@ -15,11 +15,55 @@ const MAX_REVISION_ATTEMPTS: usize = 16;
 
 /// The course catalog: every rule of the domain, over a [`CourseStore`].
 ///
-/// Cheap to clone (it holds an `Arc`). Every operation runs the store's blocking work on Tokio's
+/// Cheap to clone (it holds `Arc`s). Every operation runs the store's blocking work on Tokio's
 /// blocking pool, so callers on the async runtime never block a worker thread.
 #[derive(Debug, Clone)]
 pub struct Catalog {
     store: Arc<dyn CourseStore>,
+    observers: Arc<[Arc<dyn CatalogObserver>]>,
+}
+
+/// An accepted write that changed a course. No-op writes (archiving twice, updating to the same
+/// values) produce none.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CourseChange {
+    /// A course was created (it is active).
+    Created(Course),
+    /// An active course's title or workload changed.
+    Updated {
+        /// The course before the change.
+        before: Course,
+        /// The course after the change.
+        after: Course,
+    },
+    /// A course was archived: it left the catalog.
+    Archived(Course),
+}
+
+impl CourseChange {
+    /// The course as it is now.
+    #[must_use]
+    pub fn course(&self) -> &Course {
+        match self {
+            Self::Created(course) | Self::Archived(course) | Self::Updated { after: course, .. } => course,
+        }
+    }
+
+    /// True when the set of active courses or one of their titles changed (what a listing shows).
+    #[must_use]
+    pub fn changes_listing(&self) -> bool {
+        match self {
+            Self::Created(_) | Self::Archived(_) => true,
+            Self::Updated { before, after } => before.title() != after.title(),
+        }
+    }
+}
+
+/// Told of every [`CourseChange`] once it is stored: subscriptions, caches and metrics hook in here,
+/// so the domain does not know about them.
+pub trait CatalogObserver: Send + Sync + std::fmt::Debug + 'static {
+    /// Called after the change is durable, on the async task that made it. Must not block.
+    fn course_changed(&self, change: &CourseChange);
 }
 
 /// Why [`Catalog::create`] refused.
@@ -96,7 +140,38 @@ pub enum GetCourseError {
 impl Catalog {
     /// A catalog over `store`.
     pub fn new(store: impl CourseStore) -> Self {
-        Self { store: Arc::new(store) }
+        Self { store: Arc::new(store), observers: Arc::new([]) }
+    }
+
+    /// The same catalog, also telling `observer` of every change.
+    #[must_use]
+    pub fn with_observer(self, observer: Arc<dyn CatalogObserver>) -> Self {
+        let mut observers = self.observers.to_vec();
+        observers.push(observer);
+        Self { store: self.store, observers: observers.into() }
+    }
+
+    fn announce(&self, change: &CourseChange) {
+        for observer in self.observers.iter() {
+            observer.course_changed(change);
+        }
+    }
+
+    /// Up to `limit` active courses matching what a user typed (id or title, see
+    /// [`CourseStore::search_active`]), best matches first; the oldest courses when nothing was typed.
+    ///
+    /// # Errors
+    /// [`StoreError`] when the storage fails.
+    pub async fn suggest(&self, typed: &str, limit: usize) -> Result<Vec<Course>, StoreError> {
+        let key: String = crate::comparison_key_of(typed).chars().take(CourseTitle::MAX_CHARS).collect();
+        self.blocking(move |store| {
+            if key.is_empty() {
+                Ok(store.active_page(None, limit)?.into_iter().map(|(course, _)| course).collect())
+            } else {
+                store.search_active(&key, limit)
+            }
+        })
+        .await?
     }
 
     /// Creates an active course.
@@ -106,12 +181,15 @@ impl Catalog {
     pub async fn create(&self, new_course: NewCourse) -> Result<Course, CreateCourseError> {
         let title = new_course.title.clone();
         let course = Course::create(new_course, OffsetDateTime::now_utc());
-        self.blocking(move |store| match store.insert(&course) {
-            Ok(()) => Ok(course),
-            Err(WriteError::DuplicateTitle) => Err(CreateCourseError::DuplicateTitle { title }),
-            Err(WriteError::Store(error)) => Err(error.into()),
-        })
-        .await?
+        let created = self
+            .blocking(move |store| match store.insert(&course) {
+                Ok(()) => Ok(course),
+                Err(WriteError::DuplicateTitle) => Err(CreateCourseError::DuplicateTitle { title }),
+                Err(WriteError::Store(error)) => Err(error.into()),
+            })
+            .await??;
+        self.announce(&CourseChange::Created(created.clone()));
+        Ok(created)
     }
 
     /// Changes the given fields of an active course. Changing nothing (same values) is a success
@@ -123,26 +201,33 @@ impl Catalog {
         if changes.is_empty() {
             return Err(UpdateCourseError::NothingToUpdate);
         }
-        self.blocking(move |store| {
-            for _ in 0..MAX_REVISION_ATTEMPTS {
-                let current = store.find(id)?.ok_or(UpdateCourseError::NotFound { id })?;
-                let next = match current.with_changes(&changes, OffsetDateTime::now_utc()) {
-                    Err(ChangeRefusal::Archived) => return Err(UpdateCourseError::Archived { id }),
-                    Ok(None) => return Ok(current),
-                    Ok(Some(next)) => next,
-                };
-                match store.replace(current.version(), &next) {
-                    Ok(Replaced::Done) => return Ok(next),
-                    Ok(Replaced::Stale) => {}
-                    Err(WriteError::DuplicateTitle) => {
-                        return Err(UpdateCourseError::DuplicateTitle { title: next.title().clone() });
+        let (course, change) = self
+            .blocking(move |store| -> Result<(Course, Option<CourseChange>), UpdateCourseError> {
+                for _ in 0..MAX_REVISION_ATTEMPTS {
+                    let current = store.find(id)?.ok_or(UpdateCourseError::NotFound { id })?;
+                    let next = match current.with_changes(&changes, OffsetDateTime::now_utc()) {
+                        Err(ChangeRefusal::Archived) => return Err(UpdateCourseError::Archived { id }),
+                        Ok(None) => return Ok((current, None)),
+                        Ok(Some(next)) => next,
+                    };
+                    match store.replace(current.version(), &next) {
+                        Ok(Replaced::Done) => {
+                            return Ok((next.clone(), Some(CourseChange::Updated { before: current, after: next })));
+                        }
+                        Ok(Replaced::Stale) => {}
+                        Err(WriteError::DuplicateTitle) => {
+                            return Err(UpdateCourseError::DuplicateTitle { title: next.title().clone() });
+                        }
+                        Err(WriteError::Store(error)) => return Err(error.into()),
                     }
-                    Err(WriteError::Store(error)) => return Err(error.into()),
                 }
-            }
-            Err(StoreError::message("the course kept changing during an update").into())
-        })
-        .await?
+                Err(StoreError::message("the course kept changing during an update").into())
+            })
+            .await??;
+        if let Some(change) = change {
+            self.announce(&change);
+        }
+        Ok(course)
     }
 
     /// Archives a course. Archiving an archived course is a success that changes nothing.
@@ -150,25 +235,30 @@ impl Catalog {
     /// # Errors
     /// [`ArchiveCourseError::NotFound`] when no course has this id.
     pub async fn archive(&self, id: CourseId) -> Result<Course, ArchiveCourseError> {
-        self.blocking(move |store| {
-            for _ in 0..MAX_REVISION_ATTEMPTS {
-                let current = store.find(id)?.ok_or(ArchiveCourseError::NotFound { id })?;
-                let Some(next) = current.archived_at(OffsetDateTime::now_utc()) else {
-                    return Ok(current);
-                };
-                match store.replace(current.version(), &next) {
-                    Ok(Replaced::Done) => return Ok(next),
-                    Ok(Replaced::Stale) => {}
-                    // Archiving only ever leaves the unique index; a duplicate here is a broken store.
-                    Err(WriteError::DuplicateTitle) => {
-                        return Err(StoreError::message("archiving reported a duplicate title").into());
+        let (course, changed) = self
+            .blocking(move |store| -> Result<(Course, bool), ArchiveCourseError> {
+                for _ in 0..MAX_REVISION_ATTEMPTS {
+                    let current = store.find(id)?.ok_or(ArchiveCourseError::NotFound { id })?;
+                    let Some(next) = current.archived_at(OffsetDateTime::now_utc()) else {
+                        return Ok((current, false));
+                    };
+                    match store.replace(current.version(), &next) {
+                        Ok(Replaced::Done) => return Ok((next, true)),
+                        Ok(Replaced::Stale) => {}
+                        // Archiving only ever leaves the unique index; a duplicate here is a broken store.
+                        Err(WriteError::DuplicateTitle) => {
+                            return Err(StoreError::message("archiving reported a duplicate title").into());
+                        }
+                        Err(WriteError::Store(error)) => return Err(error.into()),
                     }
-                    Err(WriteError::Store(error)) => return Err(error.into()),
                 }
-            }
-            Err(StoreError::message("the course kept changing during archiving").into())
-        })
-        .await?
+                Err(StoreError::message("the course kept changing during archiving").into())
+            })
+            .await??;
+        if changed {
+            self.announce(&CourseChange::Archived(course.clone()));
+        }
+        Ok(course)
     }
 
     /// The course with this id, archived ones included.

@@ -297,3 +297,100 @@ fn concurrent_updates_of_different_fields_lose_neither() {
         );
     }
 }
+
+#[derive(Debug, Default)]
+struct RecordingObserver(std::sync::Mutex<Vec<crate::CourseChange>>);
+
+impl crate::CatalogObserver for RecordingObserver {
+    fn course_changed(&self, change: &crate::CourseChange) {
+        self.0.lock().expect("lock").push(change.clone());
+    }
+}
+
+#[tokio::test]
+async fn observers_hear_of_every_change_and_of_no_no_op() {
+    let test = open_catalog();
+    let observer = Arc::new(RecordingObserver::default());
+    let catalog = test.catalog.clone().with_observer(observer.clone());
+    let created = catalog.create(new_course("Rust", 10)).await.expect("created");
+    let renamed = catalog
+        .update(created.id(), CourseChanges { title: Some(title("Rust 2")), ..CourseChanges::default() })
+        .await
+        .expect("updated");
+    let same = CourseChanges { title: Some(title("Rust 2")), ..CourseChanges::default() };
+    catalog.update(created.id(), same).await.expect("no-op");
+    let hours = catalog
+        .update(created.id(), CourseChanges { workload_hours: Some(hours(11)), ..CourseChanges::default() })
+        .await
+        .expect("updated");
+    let archived = catalog.archive(created.id()).await.expect("archived");
+    catalog.archive(created.id()).await.expect("no-op");
+    let _ = catalog.create(new_course("rust 2", 1)).await.expect("reused title");
+    let refused = catalog.create(new_course("RUST 2", 1)).await;
+    assert!(refused.is_err());
+
+    let changes = observer.0.lock().expect("lock").clone();
+    assert_eq!(changes.len(), 5, "{changes:#?}");
+    assert_eq!(changes[0], crate::CourseChange::Created(created.clone()));
+    assert_eq!(changes[1], crate::CourseChange::Updated { before: created, after: renamed.clone() });
+    assert!(changes[1].changes_listing(), "a new title changes what a listing shows");
+    assert_eq!(changes[2], crate::CourseChange::Updated { before: renamed, after: hours });
+    assert!(!changes[2].changes_listing(), "new hours do not");
+    assert_eq!(changes[3], crate::CourseChange::Archived(archived));
+    assert!(matches!(changes[4], crate::CourseChange::Created(_)));
+}
+
+#[tokio::test]
+async fn the_active_count_stays_exact_through_creates_archives_and_refusals() {
+    let test = open_catalog();
+    let mut ids = Vec::new();
+    for number in 0..7 {
+        ids.push(test.catalog.create(new_course(&format!("Curso {number}"), 10)).await.expect("created").id());
+    }
+    assert!(test.catalog.create(new_course("curso 3", 10)).await.is_err());
+    test.catalog.archive(ids[0]).await.expect("archived");
+    test.catalog.archive(ids[0]).await.expect("archived twice");
+    test.catalog.archive(ids[5]).await.expect("archived");
+    test.catalog
+        .update(ids[1], CourseChanges { title: Some(title("Outro")), ..CourseChanges::default() })
+        .await
+        .expect("renamed");
+    assert_eq!(test.catalog.count_active().await.expect("count"), 5);
+    let page = test.catalog.active_page(None, PageSize::default()).await.expect("page");
+    assert_eq!(page.courses.len(), 5, "the counter agrees with the rows");
+}
+
+#[tokio::test]
+async fn suggestions_rank_id_prefix_then_title_prefix_then_title_contains_and_skip_archived_courses() {
+    let test = open_catalog();
+    let introduction = test.catalog.create(new_course("Introdução a Rust", 10)).await.expect("created");
+    let rust = test.catalog.create(new_course("Rust Avançado", 10)).await.expect("created");
+    let archived = test.catalog.create(new_course("Rust Legado", 10)).await.expect("created");
+    test.catalog.archive(archived.id()).await.expect("archived");
+    let go = test.catalog.create(new_course("Go", 10)).await.expect("created");
+
+    let titles = |courses: Vec<crate::Course>| {
+        courses.iter().map(|course| course.title().as_str().to_owned()).collect::<Vec<_>>()
+    };
+    assert_eq!(
+        titles(test.catalog.suggest("  RUST ", 100).await.expect("suggest")),
+        ["Rust Avançado", "Introdução a Rust"]
+    );
+    assert_eq!(titles(test.catalog.suggest("avanç", 100).await.expect("suggest")), ["Rust Avançado"]);
+    assert_eq!(titles(test.catalog.suggest("ção a", 100).await.expect("suggest")), ["Introdução a Rust"]);
+    let id_prefix = &go.id().to_string()[..8];
+    assert_eq!(test.catalog.suggest(id_prefix, 100).await.expect("suggest")[0], go);
+    assert!(
+        test.catalog.suggest("legado", 100).await.expect("suggest").is_empty(),
+        "archived courses are not suggested"
+    );
+    assert!(test.catalog.suggest("zz", 100).await.expect("suggest").is_empty());
+    assert_eq!(
+        test.catalog.suggest("", 2).await.expect("suggest"),
+        vec![introduction, rust],
+        "nothing typed: the oldest"
+    );
+    assert_eq!(test.catalog.suggest("r", 1).await.expect("suggest").len(), 1, "the limit holds");
+    assert!(test.catalog.suggest("\"; DROP TABLE courses; --", 100).await.expect("suggest").is_empty());
+    assert!(test.catalog.suggest("a\" OR \"b", 100).await.expect("quotes are data").is_empty());
+}

@@ -60,8 +60,18 @@ impl CourseTitle {
     /// have the same key.
     #[must_use]
     pub fn comparison_key(&self) -> String {
-        self.0.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase()
+        comparison_key_of(&self.0)
     }
+}
+
+/// The comparison key of any text, as [`CourseTitle::comparison_key`] computes it for titles:
+/// trimmed, inner whitespace collapsed to single spaces, lowercase. Control characters are dropped.
+/// Searches use it so that what a user types matches the way titles are compared.
+#[must_use]
+pub fn comparison_key_of(text: &str) -> String {
+    let without_controls: String =
+        text.chars().filter(|character| !character.is_control() || character.is_whitespace()).collect();
+    without_controls.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase()
 }
 
 impl fmt::Display for CourseTitle {

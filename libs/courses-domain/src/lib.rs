@@ -22,10 +22,12 @@ mod workload_hours;
 #[cfg(test)]
 mod catalog_tests;
 
-pub use catalog::{ArchiveCourseError, Catalog, CreateCourseError, GetCourseError, UpdateCourseError};
+pub use catalog::{
+    ArchiveCourseError, Catalog, CatalogObserver, CourseChange, CreateCourseError, GetCourseError, UpdateCourseError,
+};
 pub use course::{Course, CourseChanges, NewCourse};
 pub use course_id::{CourseId, CourseIdError};
-pub use course_title::{CourseTitle, CourseTitleError};
+pub use course_title::{CourseTitle, CourseTitleError, comparison_key_of};
 pub use page::{CoursePage, PageCursor, PageCursorError, PageSize};
 pub use sqlite::{OpenStoreError, SqliteStore};
 pub use store::{CourseStore, Replaced, StoreError, WriteError};

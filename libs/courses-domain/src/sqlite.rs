@@ -44,9 +44,16 @@ mod schema {
             updated_at -> Text,
         }
     }
+
+    diesel::table! {
+        catalog_counters (singleton) {
+            singleton -> Integer,
+            active_courses -> BigInt,
+        }
+    }
 }
 
-use schema::courses;
+use schema::{catalog_counters, courses};
 
 /// Why [`SqliteStore::open`] failed.
 #[derive(Debug, thiserror::Error)]
@@ -158,7 +165,7 @@ impl SqliteStore {
     }
 }
 
-#[derive(Debug, Queryable, Selectable, Insertable, AsChangeset)]
+#[derive(Debug, Queryable, QueryableByName, Selectable, Insertable, AsChangeset)]
 #[diesel(table_name = courses, check_for_backend(diesel::sqlite::Sqlite))]
 struct CourseRow {
     id: String,
@@ -285,11 +292,64 @@ impl CourseStore for SqliteStore {
     }
 
     fn count_active(&self) -> Result<u64, StoreError> {
-        let count: i64 = courses::table
-            .filter(is_active())
-            .count()
-            .get_result(&mut self.connection()?)
+        let count: i64 = catalog_counters::table
+            .select(catalog_counters::active_courses)
+            .first(&mut self.connection()?)
             .map_err(|error| StoreError::new("cannot count the catalog", error))?;
         u64::try_from(count).map_err(|error| StoreError::new("negative count", error))
+    }
+
+    fn search_active(&self, key: &str, limit: usize) -> Result<Vec<Course>, StoreError> {
+        let sql_limit = i64::try_from(limit).map_err(|error| StoreError::new("limit out of range", error))?;
+        let connection = &mut self.connection()?;
+        let search_error = |error| StoreError::new("cannot search the catalog", error);
+        let mut found: Vec<CourseRow> = Vec::new();
+        // 1. Ids starting with the key: a range on the unique index of `id` (ids are lowercase hex and '-').
+        if key.bytes().all(|byte| byte.is_ascii_hexdigit() || byte == b'-') {
+            found.extend(
+                courses::table
+                    .filter(is_active())
+                    .filter(courses::id.ge(key))
+                    .filter(courses::id.lt(format!("{key}~")))
+                    .order(courses::id.asc())
+                    .limit(sql_limit)
+                    .select(CourseRow::as_select())
+                    .load(connection)
+                    .map_err(search_error)?,
+            );
+        }
+        // 2. Title keys starting with the key: a range on the partial unique index of active title keys.
+        if found.len() < limit {
+            found.extend(
+                courses::table
+                    .filter(is_active())
+                    .filter(courses::title_key.ge(key))
+                    .filter(courses::title_key.lt(format!("{key}\u{10FFFF}")))
+                    .order(courses::title_key.asc())
+                    .limit(sql_limit)
+                    .select(CourseRow::as_select())
+                    .load(connection)
+                    .map_err(search_error)?,
+            );
+        }
+        // 3. Title keys containing the key: the trigram index (it needs three characters).
+        if found.len() < limit && key.chars().count() >= 3 {
+            let phrase = format!("\"{}\"", key.replace('"', "\"\""));
+            found.extend(
+                diesel::sql_query(
+                    "SELECT courses.id, courses.title, courses.title_key, courses.workload_hours, courses.archived, \
+                            courses.version, courses.created_at, courses.updated_at \
+                     FROM courses_title_search JOIN courses ON courses.position = courses_title_search.rowid \
+                     WHERE courses_title_search MATCH ? AND courses.archived = 0 \
+                     LIMIT ?",
+                )
+                .bind::<diesel::sql_types::Text, _>(phrase)
+                .bind::<diesel::sql_types::BigInt, _>(sql_limit.saturating_mul(2))
+                .load::<CourseRow>(connection)
+                .map_err(search_error)?,
+            );
+        }
+        let mut seen = std::collections::HashSet::new();
+        found.into_iter().filter(|row| seen.insert(row.id.clone())).take(limit).map(CourseRow::into_course).collect()
     }
 }

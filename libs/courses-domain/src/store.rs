@@ -84,9 +84,18 @@ pub trait CourseStore: Send + Sync + std::fmt::Debug + 'static {
     /// [`StoreError`] when the storage fails.
     fn active_page(&self, after: Option<PageCursor>, limit: usize) -> Result<Vec<(Course, PageCursor)>, StoreError>;
 
-    /// How many courses are active.
+    /// How many courses are active. Must not grow with the catalog's size (a maintained counter).
     ///
     /// # Errors
     /// [`StoreError`] when the storage fails.
     fn count_active(&self) -> Result<u64, StoreError>;
+
+    /// Up to `limit` active courses matching a non-empty comparison key
+    /// ([`comparison_key_of`](crate::comparison_key_of)), best matches first: id starting with
+    /// `key`, then title key starting with `key`, then (for keys of three characters or more)
+    /// title key containing `key`. Each kind is served by an index.
+    ///
+    /// # Errors
+    /// [`StoreError`] when the storage fails.
+    fn search_active(&self, key: &str, limit: usize) -> Result<Vec<Course>, StoreError>;
 }
