@@ -4,7 +4,7 @@
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::support::{Backend, Era, fresh_database, start_backend};
+use crate::support::{Backend, Era, fresh_database, start_backend, start_backend_with};
 
 const KEY: &str = "chave-de-teste-das-bordas";
 
@@ -131,7 +131,7 @@ async fn health_answers_without_a_key_and_bad_bodies_are_refused_without_writing
             .send()
             .await
             .expect("request");
-        assert_eq!(response.status(), StatusCode::METHOD_NOT_ALLOWED, "{method}: stateless, POST only");
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{method}: sessions need an Mcp-Session-Id");
     }
     let wrong_version =
         post(&backend, &[("authorization", &bearer), ("mcp-protocol-version", "1999-01-01")], create_body("X")).await;
@@ -152,5 +152,69 @@ async fn without_a_configured_key_one_is_generated_printed_once_with_a_client_co
     assert_eq!(stdout.matches(&backend.api_key).count(), 2, "once as API_KEY=, once in the client config:\n{stdout}");
     assert!(stdout.contains(&backend.mcp_url) && stdout.contains("\"Authorization\""), "{stdout}");
     assert!(!backend.stderr.all().contains(&backend.api_key), "the key is never logged");
+    assert!(backend.stop().await.success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_stateless_mode_only_post_is_served_and_no_session_is_kept() {
+    let (_folder, database) = fresh_database();
+    let backend = start_backend_with(&database, Some(KEY), &[("SESSION_MODE", "stateless")]).await;
+    let bearer = format!("Bearer {KEY}");
+    for method in [reqwest::Method::GET, reqwest::Method::DELETE] {
+        let response = reqwest::Client::new()
+            .request(method.clone(), &backend.mcp_url)
+            .header("authorization", &bearer)
+            .header("accept", "text/event-stream")
+            .send()
+            .await
+            .expect("request");
+        assert_eq!(response.status(), StatusCode::METHOD_NOT_ALLOWED, "{method}: stateless, POST only");
+    }
+    let initialized = post(&backend, &[("authorization", &bearer)], initialize_body()).await;
+    assert_eq!(initialized.status(), StatusCode::OK);
+    assert!(initialized.headers().get("mcp-session-id").is_none(), "no session");
+    assert_eq!(
+        initialized.headers().get("content-type").and_then(|value| value.to_str().ok()),
+        Some("application/json")
+    );
+    for era in crate::support::ERAS {
+        let client = backend.client(era).await;
+        assert_eq!(client.list_all_tools().await.expect("tools").len(), 3, "{era:?}");
+        client.cancel().await.expect("close");
+    }
+    let health: Value =
+        reqwest::get(format!("{}/health", backend.base_url)).await.expect("health").json().await.expect("json");
+    assert_eq!(health["sessions"], Value::Null, "stateless: no session manager");
+    assert!(backend.stop().await.success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_are_closed_by_delete_and_unknown_afterwards() {
+    let (_folder, database) = fresh_database();
+    let backend = start_backend(&database, Some(KEY)).await;
+    let bearer = format!("Bearer {KEY}");
+    let initialized = post(&backend, &[("authorization", &bearer)], initialize_body()).await;
+    assert_eq!(initialized.status(), StatusCode::OK);
+    let session =
+        initialized.headers().get("mcp-session-id").expect("a session id").to_str().expect("ascii").to_owned();
+    assert!(session.len() >= 16 && session.bytes().all(|byte| (0x21..=0x7e).contains(&byte)), "{session}");
+    let health: Value =
+        reqwest::get(format!("{}/health", backend.base_url)).await.expect("health").json().await.expect("json");
+    assert_eq!(health["sessions"], 1);
+
+    let deleted = reqwest::Client::new()
+        .delete(&backend.mcp_url)
+        .header("authorization", &bearer)
+        .header("mcp-session-id", &session)
+        .send()
+        .await
+        .expect("delete");
+    assert!(deleted.status().is_success(), "{}", deleted.status());
+    let list = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}).to_string();
+    let after = post(&backend, &[("authorization", &bearer), ("mcp-session-id", &session)], list).await;
+    assert_eq!(after.status(), StatusCode::NOT_FOUND, "a closed session is unknown");
+    let health: Value =
+        reqwest::get(format!("{}/health", backend.base_url)).await.expect("health").json().await.expect("json");
+    assert_eq!(health["sessions"], 0, "nothing left behind");
     assert!(backend.stop().await.success());
 }

@@ -102,6 +102,15 @@ pub(crate) struct Backend {
 
 /// Starts the backend on a free loopback port. Without `api_key`, reads the generated one from stdout.
 pub(crate) async fn start_backend(database: &Path, api_key: Option<&str>) -> Backend {
+    start_backend_with(database, api_key, &[]).await
+}
+
+/// [`start_backend`] with extra environment variables (`SESSION_MODE`, ...).
+pub(crate) async fn start_backend_with(
+    database: &Path,
+    api_key: Option<&str>,
+    environment: &[(&str, &str)],
+) -> Backend {
     let mut command = Command::new(binary("mcp-cursos-backend"));
     command
         .env_clear()
@@ -116,6 +125,7 @@ pub(crate) async fn start_backend(database: &Path, api_key: Option<&str>) -> Bac
     if let Some(key) = api_key {
         command.env("API_KEY", key);
     }
+    command.envs(environment.iter().copied());
     let mut child = command.spawn().expect("spawn backend");
     let (stderr_found, mut stderr_events) = mpsc::unbounded_channel();
     let (stdout_found, mut stdout_events) = mpsc::unbounded_channel();

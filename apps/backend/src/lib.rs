@@ -6,8 +6,9 @@
 //!
 //! | route | auth | what |
 //! |---|---|---|
-//! | `POST /mcp` | `Authorization: Bearer <API_KEY>` | MCP over Streamable HTTP (stateless, JSON responses) |
-//! | `GET /health` | none | liveness: `{"status":"ok"}` |
+//! | `POST /mcp` | `Authorization: Bearer <API_KEY>` | MCP over Streamable HTTP (sessions by default, or stateless) |
+//! | `GET`, `DELETE /mcp` | same | the session's stream, closing a session (stateful mode; 405 when stateless) |
+//! | `GET /health` | none | liveness, open sessions and live-update listeners |
 //!
 //! Every route first passes the Host/Origin check ([`RequestGuard`]): 403 otherwise.
 
@@ -26,8 +27,10 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::serve::ListenerExt;
-use courses_domain::Catalog;
-use mcp_server::CursosServer;
+use std::time::Duration;
+
+use mcp_server::{CursosServer, ServerState};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::json;
@@ -35,42 +38,63 @@ use tokio_util::sync::CancellationToken;
 
 pub use api_key::{ApiKey, ApiKeyError};
 pub use guard::{AllowedHostError, RequestGuard};
-pub use settings::Settings;
+pub use settings::{SessionMode, Settings};
 
 /// The largest request body accepted on `/mcp` (413 beyond it).
 pub const MAX_REQUEST_BODY_BYTES: usize = 1024 * 1024;
 
-/// What the router needs besides the catalog.
+/// What the router needs besides the server state.
 #[derive(Debug, Clone)]
 pub struct AppConfig {
-    /// The key clients must present.
-    pub api_key: ApiKey,
+    /// The key clients must present; `None` serves `/mcp` without authentication (loopback
+    /// test suites only: the binary refuses it on any other address).
+    pub api_key: Option<ApiKey>,
     /// The Host/Origin allow-list.
     pub guard: RequestGuard,
+    /// Sessions or stateless (ADR 0010).
+    pub session_mode: SessionMode,
+    /// Idle time after which a session is closed (stateful mode).
+    pub session_idle_timeout: Duration,
+}
+
+/// What `/health` reports besides liveness.
+#[derive(Clone)]
+struct Health {
+    state: ServerState,
+    sessions: Option<Arc<LocalSessionManager>>,
 }
 
 /// The backend's router: `/mcp` (authenticated) and `/health`, behind the Host/Origin check.
 ///
 /// `shutdown` ends open response streams when the server stops.
-pub fn app(catalog: Catalog, config: AppConfig, shutdown: CancellationToken) -> Router {
+pub fn app(state: ServerState, config: AppConfig, shutdown: CancellationToken) -> Router {
+    let stateful = config.session_mode == SessionMode::Stateful;
     let mcp_config = StreamableHttpServerConfig::default()
-        // Stateless with JSON responses: any replica can answer any request (ADR 0007).
-        .with_legacy_session_mode(false)
-        .with_json_response(true)
+        .with_legacy_session_mode(stateful)
+        // JSON responses where possible; SSE where a stream is needed (sessions, listen).
+        .with_json_response(!stateful)
         .with_max_request_body_bytes(MAX_REQUEST_BODY_BYTES)
         // Host and Origin are checked by our own middleware for every route, before auth.
         .disable_allowed_hosts()
         .with_cancellation_token(shutdown);
-    let mcp_service = StreamableHttpService::new(
-        move || Ok(CursosServer::new(catalog.clone())),
-        Arc::new(NeverSessionManager::default()),
-        mcp_config,
-    );
-    let api_key = Arc::new(config.api_key);
-    let mcp_routes =
-        Router::new().nest_service("/mcp", mcp_service).layer(middleware::from_fn_with_state(api_key, require_api_key));
+    let factory_state = state.clone();
+    let factory = move || Ok(CursosServer::new(&factory_state));
+    let (mcp_routes, sessions) = if stateful {
+        let mut manager = LocalSessionManager::default();
+        manager.session_config.keep_alive = Some(config.session_idle_timeout);
+        let manager = Arc::new(manager);
+        let service = StreamableHttpService::new(factory, Arc::clone(&manager), mcp_config);
+        (Router::new().nest_service("/mcp", service), Some(manager))
+    } else {
+        let service = StreamableHttpService::new(factory, Arc::new(NeverSessionManager::default()), mcp_config);
+        (Router::new().nest_service("/mcp", service), None)
+    };
+    let mcp_routes = match config.api_key {
+        Some(api_key) => mcp_routes.layer(middleware::from_fn_with_state(Arc::new(api_key), require_api_key)),
+        None => mcp_routes,
+    };
     Router::new()
-        .route("/health", get(health))
+        .route("/health", get(health).with_state(Health { state, sessions }))
         .merge(mcp_routes)
         .layer(middleware::from_fn_with_state(Arc::new(config.guard), guard::check_host_and_origin))
 }
@@ -93,8 +117,18 @@ pub async fn serve(
     axum::serve(listener, router).with_graceful_shutdown(async move { shutdown.cancelled().await }).await
 }
 
-async fn health() -> impl IntoResponse {
-    axum::Json(json!({ "status": "ok", "version": env!("CARGO_PKG_VERSION") }))
+async fn health(State(health): State<Health>) -> impl IntoResponse {
+    let sessions = match &health.sessions {
+        Some(manager) => Some(manager.sessions.read().await.len()),
+        None => None,
+    };
+    let listeners = health.state.listener_counts();
+    axum::Json(json!({
+        "status": "ok",
+        "version": env!("CARGO_PKG_VERSION"),
+        "sessions": sessions,
+        "subscriptions": { "sessions": listeners.sessions, "resources": listeners.subscriptions, "listenStreams": listeners.listen_streams },
+    }))
 }
 
 /// 401 with `WWW-Authenticate: Bearer` unless the request carries the API key. The key is

@@ -3,9 +3,12 @@
 use std::io::{IsTerminal, Write};
 
 use anyhow::Context;
-use backend::{ApiKey, AppConfig, RequestGuard, Settings};
+use std::time::Duration;
+
+use backend::{ApiKey, AppConfig, RequestGuard, SessionMode, Settings};
 use clap::Parser;
 use courses_domain::{Catalog, SqliteStore};
+use mcp_server::{ServerOptions, ServerState};
 use tokio_util::sync::CancellationToken;
 use tracing_subscriber::EnvFilter;
 
@@ -33,21 +36,41 @@ async fn main() -> anyhow::Result<()> {
     let url = format!("http://{address}/mcp");
 
     let api_key = match configured_key {
-        Some(key) => key,
+        _ if settings.no_auth => {
+            anyhow::ensure!(
+                address.ip().is_loopback(),
+                "NO_AUTH is only allowed on a loopback address, not {}",
+                address.ip()
+            );
+            tracing::warn!("NO_AUTH: /mcp answers without an API key (loopback only, for local test suites)");
+            None
+        }
+        Some(key) => Some(key),
         None => {
             let key = ApiKey::generate().context("cannot generate an API key")?;
             // Printed once, on stdout, for the operator; never through the log.
             let mut stdout = std::io::stdout().lock();
             stdout.write_all(backend::generated_key_message(&key, &url).as_bytes())?;
             stdout.flush()?;
-            key
+            Some(key)
         }
     };
 
     let shutdown = CancellationToken::new();
-    let router = backend::app(Catalog::new(store), AppConfig { api_key, guard }, shutdown.clone());
+    let options = ServerOptions {
+        resource_tools: settings.resource_tools,
+        legacy_subscriptions: settings.session_mode == SessionMode::Stateful,
+    };
+    let state = ServerState::new(Catalog::new(store), options);
+    let config = AppConfig {
+        api_key,
+        guard,
+        session_mode: settings.session_mode,
+        session_idle_timeout: Duration::from_secs(settings.session_idle_timeout),
+    };
+    let router = backend::app(state, config, shutdown.clone());
     tokio::spawn(stop_on_signal(shutdown.clone()));
-    tracing::info!(%url, "mcp-cursos-backend listening");
+    tracing::info!(%url, session_mode = ?settings.session_mode, "mcp-cursos-backend listening");
     backend::serve(listener, router, shutdown).await.context("the HTTP server failed")?;
     tracing::info!("mcp-cursos-backend stopped");
     Ok(())

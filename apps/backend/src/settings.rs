@@ -2,7 +2,18 @@
 
 use std::path::PathBuf;
 
-use clap::Parser;
+use clap::{Parser, ValueEnum};
+
+/// How the HTTP transport keeps track of clients.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SessionMode {
+    /// `Mcp-Session-Id` sessions with a GET stream: what 2025-era clients need for
+    /// `resources/subscribe`. Replicas need sticky routing.
+    Stateful,
+    /// No sessions, JSON responses: any replica answers any request. 2025-era subscriptions are
+    /// refused; 2026-07-28 clients still get `subscriptions/listen`.
+    Stateless,
+}
 
 /// mcp-cursos over Streamable HTTP (`POST /mcp`, `Authorization: Bearer <API_KEY>`).
 #[derive(Debug, Clone, Parser)]
@@ -34,4 +45,23 @@ pub struct Settings {
     /// Origins whose host is an allowed host are always accepted.
     #[arg(long, env = "ALLOWED_ORIGINS", value_delimiter = ',')]
     pub allowed_origins: Vec<String>,
+
+    /// `stateful`: MCP sessions (needed by 2025-era clients for subscriptions); `stateless`: no
+    /// sessions, for load-balanced replicas without sticky routing.
+    #[arg(long, env = "SESSION_MODE", value_enum, default_value_t = SessionMode::Stateful)]
+    pub session_mode: SessionMode,
+
+    /// Seconds of inactivity after which a session is closed (stateful mode).
+    #[arg(long, env = "SESSION_IDLE_TIMEOUT", default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub session_idle_timeout: u64,
+
+    /// Also expose read-only tools mirroring the resources (listar_cursos, ler_curso), for hosts
+    /// that give the model tools but not resources. Off by default: duplicates confuse models.
+    #[arg(long, env = "RESOURCE_TOOLS", default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub resource_tools: bool,
+
+    /// Serve `/mcp` without an API key. Only for local test suites (such as the MCP conformance
+    /// suite): the backend refuses to start with it unless HOST is a loopback address.
+    #[arg(long, env = "NO_AUTH", default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub no_auth: bool,
 }

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Parser;
 use courses_domain::{Catalog, SqliteStore};
-use mcp_server::CursosServer;
+use mcp_server::{CursosServer, ServerOptions, ServerState};
 use rmcp::ServiceExt;
 use tracing_subscriber::EnvFilter;
 
@@ -20,6 +20,11 @@ struct Settings {
     /// SQLite database file; created with its folder and migrated at start.
     #[arg(long, env = "DATABASE_PATH", default_value = "./data/cursos.db")]
     database_path: PathBuf,
+
+    /// Also expose read-only tools mirroring the resources (listar_cursos, ler_curso), for hosts
+    /// that give the model tools but not resources. Off by default: duplicates confuse models.
+    #[arg(long, env = "RESOURCE_TOOLS", default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    resource_tools: bool,
 }
 
 #[tokio::main]
@@ -33,8 +38,9 @@ async fn main() -> anyhow::Result<()> {
 
     let store = SqliteStore::open(&settings.database_path).context("cannot open the course database")?;
     tracing::info!(database = %settings.database_path.display(), "mcp-cursos-stdio ready on stdin/stdout");
-    let running =
-        CursosServer::new(Catalog::new(store)).serve(rmcp::transport::stdio()).await.context("MCP handshake failed")?;
+    let options = ServerOptions { resource_tools: settings.resource_tools, legacy_subscriptions: true };
+    let state = ServerState::new(Catalog::new(store), options);
+    let running = CursosServer::new(&state).serve(rmcp::transport::stdio()).await.context("MCP handshake failed")?;
     let reason = running.waiting().await.context("the MCP session failed")?;
     tracing::info!(?reason, "mcp-cursos-stdio stopped");
     Ok(())

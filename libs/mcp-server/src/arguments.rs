@@ -3,13 +3,16 @@
 //! Every refusal is a Portuguese sentence that names the field and the rule, so a model can
 //! correct its call. All problems of one call are reported together.
 
-use courses_domain::{CourseChanges, CourseId, CourseTitle, CourseTitleError, NewCourse, WorkloadHours};
+use courses_domain::{CourseChanges, CourseId, CourseTitle, CourseTitleError, NewCourse, PageCursor, WorkloadHours};
 use rmcp::model::JsonObject;
 use serde_json::Value;
+
+use crate::uris::ResourceUri;
 
 const TITLE: &str = "titulo";
 const HOURS: &str = "cargaHoraria";
 const ID: &str = "id";
+const PAGE: &str = "pagina";
 
 /// The Portuguese sentences explaining why a call's arguments were refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,6 +69,29 @@ pub(crate) fn archive_course(arguments: &JsonObject) -> Result<CourseId, Argumen
         Some(id) if errors.is_empty() => Ok(id),
         _ => Err(ArgumentErrors(errors)),
     }
+}
+
+/// Reads the arguments of `listar_cursos`: an optional `pagina`, either the whole `proximaPagina`
+/// URI or its token.
+///
+/// # Errors
+/// [`ArgumentErrors`] when `pagina` is not a page of the catalog, or an unknown field is present.
+pub(crate) fn list_courses(arguments: &JsonObject) -> Result<Option<PageCursor>, ArgumentErrors> {
+    let mut errors = Vec::new();
+    reject_unknown(arguments, &[PAGE], &mut errors);
+    let cursor = optional(arguments, PAGE).and_then(|value| {
+        let cursor = value.as_str().and_then(|text| match ResourceUri::parse(text) {
+            Some(ResourceUri::Catalog(cursor)) => Some(cursor),
+            _ => PageCursor::parse_token(text).ok().map(Some),
+        });
+        if cursor.is_none() {
+            errors.push(
+                "Campo 'pagina' deve ser o valor de 'proximaPagina' devolvido pela listagem anterior.".to_owned(),
+            );
+        }
+        cursor.flatten()
+    });
+    if errors.is_empty() { Ok(cursor) } else { Err(ArgumentErrors(errors)) }
 }
 
 fn reject_unknown(arguments: &JsonObject, known: &[&str], errors: &mut Vec<String>) {

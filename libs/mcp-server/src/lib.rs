@@ -11,10 +11,14 @@
 #![deny(missing_docs)]
 
 mod arguments;
+mod hub;
 mod outcomes;
 mod prompts;
 mod server;
+mod state;
 pub mod uris;
 pub mod wire;
 
+pub use hub::HubCounts;
 pub use server::{CursosServer, INSTRUCTIONS};
+pub use state::{ServerOptions, ServerState};

@@ -15,7 +15,8 @@ use serde_json::json;
 use crate::uris;
 use crate::wire::CourseJson;
 
-const INTERNAL_TOOL_ERROR: &str = "Erro interno ao acessar o catálogo de cursos. Tente novamente em instantes.";
+pub(crate) const INTERNAL_TOOL_ERROR: &str =
+    "Erro interno ao acessar o catálogo de cursos. Tente novamente em instantes.";
 
 /// A refused tool call: `isError: true` with a Portuguese sentence for the model.
 pub(crate) fn refused(message: &str) -> CallToolResult {
@@ -56,6 +57,27 @@ pub(crate) fn archived(outcome: Result<Course, ArchiveCourseError>) -> CallToolR
     }
 }
 
+/// The result of `ler_curso`.
+pub(crate) fn read_course(outcome: Result<Course, GetCourseError>) -> CallToolResult {
+    match outcome {
+        Ok(course) => {
+            let value = serde_json::to_value(CourseJson::from_course(&course)).unwrap_or_else(|_| json!({}));
+            let mut result = CallToolResult::success(vec![ContentBlock::text(value.to_string())]);
+            result.structured_content = Some(value);
+            result
+        }
+        Err(GetCourseError::NotFound { id }) => refused(&not_found(&id.to_string())),
+        Err(GetCourseError::Store(error)) => internal_tool_error(&error),
+    }
+}
+
+/// The result of a read-only tool whose answer is the JSON document `json`.
+pub(crate) fn read_only(json: &str) -> CallToolResult {
+    let mut result = CallToolResult::success(vec![ContentBlock::text(json)]);
+    result.structured_content = serde_json::from_str(json).ok();
+    result
+}
+
 /// Reading `cursos://{uuid}` failed.
 pub(crate) fn course_read_error(error: GetCourseError, uri: &str) -> McpError {
     match error {
@@ -73,6 +95,13 @@ pub(crate) fn resource_not_found(uri: &str) -> McpError {
 #[allow(clippy::needless_pass_by_value, reason = "used as a map_err function")]
 pub(crate) fn internal_protocol_error(error: impl std::error::Error) -> McpError {
     tracing::error!(error = %error_chain(&error), "internal error while serving a request");
+    McpError::internal_error("Erro interno do servidor.", None)
+}
+
+/// An internal failure described by text only.
+#[allow(clippy::needless_pass_by_value, reason = "used as a map_err function")]
+pub(crate) fn internal_protocol_error_text(error: String) -> McpError {
+    tracing::error!(%error, "internal error while serving a request");
     McpError::internal_error("Erro interno do servidor.", None)
 }
 

@@ -3,36 +3,47 @@
 //! | primitive | name | handler |
 //! |---|---|---|
 //! | tool | `criar_curso`, `atualizar_curso`, `arquivar_curso` | the `#[tool]` methods below |
+//! | tool (opt-in, read-only) | `listar_cursos`, `ler_curso` | the `#[tool]` methods below, hidden unless [`ServerOptions::resource_tools`](crate::ServerOptions) |
 //! | prompt | `criar-curso` | the `#[prompt]` method below |
 //! | resource | `cursos://catalogo` (and its pages) | [`ServerHandler::list_resources`], [`ServerHandler::read_resource`] |
 //! | resource template | `cursos://{uuid}` | [`ServerHandler::list_resource_templates`], [`ServerHandler::read_resource`] |
+//! | completion | `uuid` of `cursos://{uuid}`, `cargaHoraria` of `criar-curso` | [`ServerHandler::complete`] |
+//! | live updates | `resources/subscribe` (2025 era), `subscriptions/listen` (2026-07-28) | [`ServerHandler::subscribe`], [`ServerHandler::listen`] |
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use courses_domain::{Catalog, PageCursor, PageSize};
+use courses_domain::{Course, PageCursor, PageSize};
 use rmcp::handler::server::common::{schema_for_input, schema_for_output};
 use rmcp::handler::server::router::prompt::PromptRouter;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
-    CallToolResult, GetPromptResult, Implementation, JsonObject, ListResourceTemplatesResult, ListResourcesResult,
-    PaginatedRequestParams, PromptMessage, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
-    Resource, ResourceContents, ResourceTemplate, Role, ServerCapabilities, ServerConfig,
+    Annotations, CacheScope, CallToolResult, CompleteRequestParams, CompleteResult, CompletionInfo, GetPromptResult,
+    Icon, Implementation, JsonObject, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, PromptMessage, ProtocolVersion, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, Reference, Resource, ResourceContents, ResourceTemplate, Role,
+    ServerCapabilities, ServerConfig, SubscribeRequestParams, SubscriptionFilter, UnsubscribeRequestParams,
 };
-use rmcp::service::RequestContext;
-use rmcp::{
-    ErrorData as McpError, RoleServer, ServerHandler, prompt, prompt_handler, prompt_router, tool, tool_handler,
-    tool_router,
-};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, prompt, prompt_router, tool, tool_router};
 
-use crate::outcomes;
+use crate::state::ServerState;
 use crate::uris::{self, ResourceUri};
 use crate::wire::{
-    ArchiveCourseArguments, CourseJson, CreateCourseArguments, CreateCoursePromptArguments, UpdateCourseArguments,
+    ArchiveCourseArguments, CatalogPageJson, CourseJson, CreateCourseArguments, CreateCoursePromptArguments,
+    ListCoursesArguments, ReadCourseArguments, UpdateCourseArguments,
 };
-use crate::{arguments, prompts, wire};
+use crate::{arguments, outcomes, prompts, wire};
 
 const JSON: &str = "application/json";
+
+/// How long (ms) a 2026-07-28 client may reuse a tools, prompts or templates listing: they only
+/// change when the server restarts with other settings.
+const STATIC_LIST_TTL_MS: u64 = 5 * 60 * 1000;
+
+/// Hours suggested for the prompt's `cargaHoraria`.
+const COMMON_WORKLOADS: [&str; 10] = ["4", "8", "10", "12", "16", "20", "30", "40", "60", "80"];
 
 /// What a host is told about this server at connection time.
 pub const INSTRUCTIONS: &str = "Catálogo de cursos. Leitura por recursos (sem efeito colateral): \
@@ -42,16 +53,26 @@ atualizar_curso (alteração parcial de titulo e/ou cargaHoraria) e arquivar_cur
 não há exclusão). O prompt criar-curso guia o cadastro passo a passo. As regras valem no servidor, não no prompt: \
 título de 1 a 200 caracteres, sem caracteres de controle e único entre os cursos ativos (sem diferenciar maiúsculas \
 nem espaços extras); carga horária inteira de 1 a 1000 horas; curso arquivado não pode ser alterado. Uma recusa \
-volta como resultado com isError e uma mensagem em português que indica o campo ou a regra a corrigir.";
+volta como resultado com isError e uma mensagem em português que indica o campo ou a regra a corrigir. \
+Assine cursos://catalogo ou cursos://{uuid} para saber de mudanças; o id de um curso pode ser completado pelo título.";
 
-/// The mcp-cursos MCP server: a handler over a [`Catalog`].
+/// The catalog's icon: an open book, inline so that it needs no network.
+const ICON_SVG: &str = "data:image/svg+xml;base64,PHN2ZyB4bWxucz0iaHR0cDovL3d3dy53My5vcmcvMjAwMC9zdmciIHZpZXdCb3g9IjAgMCAyNCAyNCIgZmlsbD0ibm9uZSIgc3Ryb2tlPSIjMWY2ZmViIiBzdHJva2Utd2lkdGg9IjIiIHN0cm9rZS1saW5lY2FwPSJyb3VuZCIgc3Ryb2tlLWxpbmVqb2luPSJyb3VuZCI+PHBhdGggZD0iTTIgNGg2YTQgNCAwIDAgMSA0IDR2MTRhMyAzIDAgMCAwLTMtM0gyeiIvPjxwYXRoIGQ9Ik0yMiA0aC02YTQgNCAwIDAgMC00IDR2MTRhMyAzIDAgMCAxIDMtM2g3eiIvPjwvc3ZnPg==";
+
+fn icons() -> Vec<Icon> {
+    vec![Icon::new(ICON_SVG).with_mime_type("image/svg+xml").with_sizes(vec!["any".to_owned()])]
+}
+
+/// The mcp-cursos MCP server: one handler per connection (stdio) or session (HTTP), over the
+/// process-wide [`ServerState`].
 ///
-/// Cheap to clone and to build (the routers are built once per process and shared), so
-/// transports may create one per connection or per request.
+/// Cheap to build: the routers are built once per process and shared.
 #[derive(Clone)]
 pub struct CursosServer {
-    catalog: Catalog,
+    state: ServerState,
     routers: Arc<Routers>,
+    /// Identifies this connection's legacy subscriptions in the hub.
+    session: u64,
 }
 
 struct Routers {
@@ -61,18 +82,42 @@ struct Routers {
 
 impl std::fmt::Debug for CursosServer {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter.debug_struct("CursosServer").field("catalog", &self.catalog).finish_non_exhaustive()
+        formatter.debug_struct("CursosServer").field("session", &self.session).finish_non_exhaustive()
     }
 }
 
 impl CursosServer {
-    /// A server over `catalog`.
+    /// A handler for one connection, over the process-wide `state`.
     #[must_use]
-    pub fn new(catalog: Catalog) -> Self {
-        static ROUTERS: OnceLock<Arc<Routers>> = OnceLock::new();
-        let routers =
-            ROUTERS.get_or_init(|| Arc::new(Routers { tools: Self::tool_router(), prompts: Self::prompt_router() }));
-        Self { catalog, routers: Arc::clone(routers) }
+    pub fn new(state: &ServerState) -> Self {
+        static WITH_RESOURCE_TOOLS: OnceLock<Arc<Routers>> = OnceLock::new();
+        static WITHOUT_RESOURCE_TOOLS: OnceLock<Arc<Routers>> = OnceLock::new();
+        static NEXT_SESSION: AtomicU64 = AtomicU64::new(1);
+        let build = |resource_tools: bool| {
+            let mut tools = Self::tool_router();
+            if !resource_tools {
+                tools.remove_route("listar_cursos");
+                tools.remove_route("ler_curso");
+            }
+            Arc::new(Routers { tools, prompts: Self::prompt_router() })
+        };
+        let routers = if state.options.resource_tools {
+            WITH_RESOURCE_TOOLS.get_or_init(|| build(true))
+        } else {
+            WITHOUT_RESOURCE_TOOLS.get_or_init(|| build(false))
+        };
+        Self {
+            state: state.clone(),
+            routers: Arc::clone(routers),
+            session: NEXT_SESSION.fetch_add(1, Ordering::Relaxed),
+        }
+    }
+
+    async fn catalog_page_json(&self, after: Option<PageCursor>) -> Result<String, McpError> {
+        let catalog = &self.state.catalog;
+        let page = catalog.active_page(after, PageSize::default()).await.map_err(outcomes::internal_protocol_error)?;
+        let total = catalog.count_active().await.map_err(outcomes::internal_protocol_error)?;
+        serde_json::to_string(&CatalogPageJson::from_page(total, &page)).map_err(outcomes::internal_protocol_error)
     }
 }
 
@@ -84,6 +129,10 @@ fn input_schema<T: rmcp::schemars::JsonSchema + 'static>() -> Arc<JsonObject> {
 
 fn output_schema<T: rmcp::schemars::JsonSchema + 'static>() -> Arc<JsonObject> {
     wire::portable_schema(&schema_for_output::<T>())
+}
+
+fn is_modern(context: &RequestContext<RoleServer>) -> bool {
+    context.protocol_version().is_some_and(|version| version >= ProtocolVersion::V_2026_07_28)
 }
 
 #[tool_router]
@@ -99,11 +148,10 @@ impl CursosServer {
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false)
     )]
     async fn create_course(&self, raw_arguments: JsonObject) -> CallToolResult {
-        let new_course = match arguments::create_course(&raw_arguments) {
-            Ok(new_course) => new_course,
-            Err(errors) => return outcomes::refused(&errors.message()),
-        };
-        outcomes::created(self.catalog.create(new_course).await)
+        match arguments::create_course(&raw_arguments) {
+            Ok(new_course) => outcomes::created(self.state.catalog.create(new_course).await),
+            Err(errors) => outcomes::refused(&errors.message()),
+        }
     }
 
     /// Altera um curso ativo: informe o id e ao menos um dos campos titulo e cargaHoraria; os campos omitidos ficam como estão.
@@ -117,11 +165,10 @@ impl CursosServer {
         annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false)
     )]
     async fn update_course(&self, raw_arguments: JsonObject) -> CallToolResult {
-        let (id, changes) = match arguments::update_course(&raw_arguments) {
-            Ok(parsed) => parsed,
-            Err(errors) => return outcomes::refused(&errors.message()),
-        };
-        outcomes::updated(self.catalog.update(id, changes).await)
+        match arguments::update_course(&raw_arguments) {
+            Ok((id, changes)) => outcomes::updated(self.state.catalog.update(id, changes).await),
+            Err(errors) => outcomes::refused(&errors.message()),
+        }
     }
 
     /// Arquiva um curso: ele sai do catálogo (cursos://catalogo), continua legível em cursos://<id> e não pode mais ser alterado.
@@ -135,11 +182,47 @@ impl CursosServer {
         annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false)
     )]
     async fn archive_course(&self, raw_arguments: JsonObject) -> CallToolResult {
-        let id = match arguments::archive_course(&raw_arguments) {
-            Ok(id) => id,
+        match arguments::archive_course(&raw_arguments) {
+            Ok(id) => outcomes::archived(self.state.catalog.archive(id).await),
+            Err(errors) => outcomes::refused(&errors.message()),
+        }
+    }
+
+    /// Lista os cursos ativos, mais antigos primeiro, até 100 por página: o mesmo JSON do recurso cursos://catalogo.
+    /// Para a página seguinte, passe em pagina o valor de proximaPagina da resposta anterior.
+    /// Somente leitura: não altera nada. Prefira o recurso cursos://catalogo quando o cliente ler recursos.
+    #[tool(
+        name = "listar_cursos",
+        title = "Listar cursos",
+        input_schema = input_schema::<ListCoursesArguments>(),
+        output_schema = output_schema::<CatalogPageJson>(),
+        annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
+    )]
+    async fn list_courses(&self, raw_arguments: JsonObject) -> CallToolResult {
+        let after = match arguments::list_courses(&raw_arguments) {
+            Ok(after) => after,
             Err(errors) => return outcomes::refused(&errors.message()),
         };
-        outcomes::archived(self.catalog.archive(id).await)
+        match self.catalog_page_json(after).await {
+            Ok(json) => outcomes::read_only(&json),
+            Err(_) => outcomes::refused(outcomes::INTERNAL_TOOL_ERROR),
+        }
+    }
+
+    /// Lê um curso pelo id, inclusive arquivado: o mesmo JSON do recurso cursos://<id>.
+    /// Somente leitura: não altera nada. Prefira o recurso cursos://<id> quando o cliente ler recursos.
+    #[tool(
+        name = "ler_curso",
+        title = "Ler curso",
+        input_schema = input_schema::<ReadCourseArguments>(),
+        output_schema = output_schema::<CourseJson>(),
+        annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
+    )]
+    async fn read_course(&self, raw_arguments: JsonObject) -> CallToolResult {
+        match arguments::archive_course(&raw_arguments) {
+            Ok(id) => outcomes::read_course(self.state.catalog.get(id).await),
+            Err(errors) => outcomes::refused(&errors.message()),
+        }
     }
 }
 
@@ -147,7 +230,12 @@ impl CursosServer {
 #[allow(missing_docs, reason = "rmcp's #[prompt] generates an undocumented pub metadata function")]
 impl CursosServer {
     /// Roteiro guiado para cadastrar um curso: ler o catálogo, checar duplicidade, validar os dados, chamar criar_curso e confirmar o resultado.
-    #[prompt(name = "criar-curso", title = "Cadastrar um curso", arguments = prompts::create_course_arguments())]
+    #[prompt(
+        name = "criar-curso",
+        title = "Cadastrar um curso",
+        arguments = prompts::create_course_arguments(),
+        icons = icons()
+    )]
     async fn create_course_prompt(
         &self,
         Parameters(arguments): Parameters<CreateCoursePromptArguments>,
@@ -158,25 +246,67 @@ impl CursosServer {
     }
 }
 
-#[tool_handler(router = self.routers.tools)]
-#[prompt_handler(router = self.routers.prompts)]
+fn course_resource(course: &Course) -> Resource {
+    let json = CourseJson::from_course(course);
+    let mut annotations = Annotations::default();
+    annotations.last_modified = Some(json.atualizado_em.clone());
+    Resource::new(uris::course(course.id()), json.titulo.clone())
+        .with_title(json.titulo)
+        .with_mime_type(JSON)
+        .with_annotations(annotations)
+}
+
 impl ServerHandler for CursosServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_prompts().enable_resources().build())
-            .with_server_info(
-                Implementation::new("mcp-cursos", env!("CARGO_PKG_VERSION"))
-                    .with_title("Catálogo de cursos")
-                    .with_description(
-                        "Catálogo de cursos: recursos para ler, ferramentas para alterar, prompt para guiar.",
-                    ),
-            )
-            .with_instructions(INSTRUCTIONS)
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_prompts()
+                .enable_resources()
+                .enable_resources_subscribe()
+                .enable_resources_list_changed()
+                .enable_completions()
+                .build(),
+        )
+        .with_server_info(
+            Implementation::new("mcp-cursos", env!("CARGO_PKG_VERSION"))
+                .with_title("Catálogo de cursos")
+                .with_description("Catálogo de cursos: recursos para ler, ferramentas para alterar, prompt para guiar.")
+                .with_icons(icons()),
+        )
+        .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn call_tool(
+        &self,
+        request: rmcp::model::CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CallToolResponse, McpError> {
+        let tool_context = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
+        self.routers.tools.call(tool_context).await
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let mut result = ListToolsResult::with_all_items(self.routers.tools.list_all());
+        if is_modern(&context) {
+            result.ttl_ms = Some(STATIC_LIST_TTL_MS);
+            result.cache_scope = Some(CacheScope::Public);
+        }
+        Ok(result)
+    }
+
+    fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
+        self.routers.tools.get(name).cloned()
     }
 
     async fn list_resources(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
         let cursor = match request.and_then(|request| request.cursor) {
             None => None,
@@ -184,63 +314,166 @@ impl ServerHandler for CursosServer {
                 McpError::invalid_params("Cursor inválido: use o nextCursor devolvido pela listagem anterior.", None)
             })?),
         };
-        let page =
-            self.catalog.active_page(cursor, PageSize::default()).await.map_err(outcomes::internal_protocol_error)?;
+        let page = self
+            .state
+            .catalog
+            .active_page(cursor, PageSize::default())
+            .await
+            .map_err(outcomes::internal_protocol_error)?;
         let mut resources = Vec::with_capacity(page.courses.len() + 1);
         if cursor.is_none() {
             resources.push(
                 Resource::new(uris::CATALOG, "catalogo")
                     .with_title("Catálogo de cursos")
                     .with_description("Cursos ativos, mais antigos primeiro, até 100 por página; siga proximaPagina.")
-                    .with_mime_type(JSON),
+                    .with_mime_type(JSON)
+                    .with_icons(icons()),
             );
         }
-        resources.extend(
-            page.courses
-                .iter()
-                .map(|course| Resource::new(uris::course(course.id()), course.title().as_str()).with_mime_type(JSON)),
-        );
+        resources.extend(page.courses.iter().map(course_resource));
         let mut result = ListResourcesResult::with_all_items(resources);
         result.next_cursor = page.next.map(|next| next.to_token());
+        if is_modern(&context) {
+            // The catalog changes whenever a tool runs: always revalidate (subscribe to hear of changes).
+            result.ttl_ms = Some(0);
+            result.cache_scope = Some(CacheScope::Public);
+        }
         Ok(result)
     }
 
     async fn list_resource_templates(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
-        Ok(ListResourceTemplatesResult::with_all_items(vec![
+        let mut result = ListResourceTemplatesResult::with_all_items(vec![
             ResourceTemplate::new(uris::COURSE_TEMPLATE, "curso")
                 .with_title("Curso por id")
-                .with_description("Um curso pelo seu id (UUID), inclusive arquivado.")
-                .with_mime_type(JSON),
-        ]))
+                .with_description(
+                    "Um curso pelo seu id (UUID), inclusive arquivado. O id pode ser completado pelo título.",
+                )
+                .with_mime_type(JSON)
+                .with_icons(icons()),
+        ]);
+        if is_modern(&context) {
+            result.ttl_ms = Some(STATIC_LIST_TTL_MS);
+            result.cache_scope = Some(CacheScope::Public);
+        }
+        Ok(result)
+    }
+
+    async fn get_prompt(
+        &self,
+        request: rmcp::model::GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetPromptResponse, McpError> {
+        let prompt_context =
+            rmcp::handler::server::prompt::PromptContext::new(self, request.name, request.arguments, context);
+        self.routers.prompts.get_prompt(prompt_context).await
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        let mut result = ListPromptsResult::with_all_items(self.routers.prompts.list_all());
+        if is_modern(&context) {
+            result.ttl_ms = Some(STATIC_LIST_TTL_MS);
+            result.cache_scope = Some(CacheScope::Public);
+        }
+        Ok(result)
     }
 
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
         let uri = request.uri;
         let json = match ResourceUri::parse(&uri) {
             None => return Err(outcomes::resource_not_found(&uri)),
             Some(ResourceUri::Course(id)) => {
-                let course = self.catalog.get(id).await.map_err(|error| outcomes::course_read_error(error, &uri))?;
-                serde_json::to_string(&CourseJson::from_course(&course))
+                let course =
+                    self.state.catalog.get(id).await.map_err(|error| outcomes::course_read_error(error, &uri))?;
+                serde_json::to_string(&CourseJson::from_course(&course)).map_err(outcomes::internal_protocol_error)?
             }
-            Some(ResourceUri::Catalog(after)) => {
-                let page = self
-                    .catalog
-                    .active_page(after, PageSize::default())
-                    .await
-                    .map_err(outcomes::internal_protocol_error)?;
-                let total = self.catalog.count_active().await.map_err(outcomes::internal_protocol_error)?;
-                serde_json::to_string(&crate::wire::CatalogPageJson::from_page(total, &page))
-            }
+            Some(ResourceUri::Catalog(after)) => self.catalog_page_json(after).await?,
+        };
+        let mut result = ReadResourceResult::new(vec![ResourceContents::text(json, uri).with_mime_type(JSON)]);
+        if is_modern(&context) {
+            result.ttl_ms = Some(0);
+            result.cache_scope = Some(CacheScope::Public);
         }
-        .map_err(outcomes::internal_protocol_error)?;
-        Ok(ReadResourceResult::new(vec![ResourceContents::text(json, uri).with_mime_type(JSON)]).into())
+        Ok(result.into())
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, McpError> {
+        let typed = request.argument.value.as_str();
+        let completion = match (&request.r#ref, request.argument.name.as_str()) {
+            (Reference::Resource(template), "uuid") if template.uri == uris::COURSE_TEMPLATE => {
+                let limit = CompletionInfo::MAX_VALUES;
+                let courses =
+                    self.state.catalog.suggest(typed, limit + 1).await.map_err(outcomes::internal_protocol_error)?;
+                let has_more = courses.len() > limit;
+                let values = courses.iter().take(limit).map(|course| course.id().to_string()).collect();
+                CompletionInfo::with_pagination(values, None, has_more)
+            }
+            (Reference::Prompt(prompt), "cargaHoraria") if prompt.name == "criar-curso" => {
+                let values = COMMON_WORKLOADS
+                    .iter()
+                    .filter(|hours| hours.starts_with(typed.trim()))
+                    .map(|hours| (*hours).to_owned());
+                CompletionInfo::with_all_values(values.collect())
+            }
+            // Anything else (other arguments, unknown references): no suggestion, not an error.
+            _ => CompletionInfo::with_all_values(Vec::new()),
+        }
+        .map_err(outcomes::internal_protocol_error_text)?;
+        Ok(CompleteResult::new(completion))
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        if !self.state.options.legacy_subscriptions {
+            return Err(McpError::invalid_request(
+                "Este servidor roda sem sessões HTTP, então não mantém resources/subscribe. \
+                 Use subscriptions/listen (revisão 2026-07-28) ou um servidor com sessões (SESSION_MODE=stateful).",
+                None,
+            ));
+        }
+        self.state.hub.subscribe(self.session, context.peer, request.uri);
+        Ok(())
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.state.hub.unsubscribe(self.session, &request.uri);
+        Ok(())
+    }
+
+    fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+        Some(requested.supported_by(&self.get_info().capabilities))
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        let stream = self.state.hub.stream_opened(context.sink().clone());
+        context.cancelled().await;
+        self.state.hub.stream_closed(stream);
+        Ok(())
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        self.state.hub.session_opened(self.session, context.peer);
     }
 }

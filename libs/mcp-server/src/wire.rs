@@ -30,6 +30,9 @@ pub struct CourseJson {
     pub carga_horaria: u16,
     /// `true` quando o curso foi arquivado: saiu do catálogo, continua legível e não pode mais ser alterado.
     pub arquivado: bool,
+    /// Revisão do curso: 1 na criação, mais 1 a cada alteração aceita.
+    #[schemars(range(min = 1))]
+    pub versao: u64,
     /// Quando o curso foi criado (RFC 3339, UTC).
     #[serde(rename = "criadoEm")]
     #[schemars(extend("format" = "date-time"))]
@@ -49,6 +52,7 @@ impl CourseJson {
             titulo: course.title().as_str().to_owned(),
             carga_horaria: course.workload_hours().get(),
             arquivado: course.is_archived(),
+            versao: course.version(),
             criado_em: rfc3339(course.created_at()),
             atualizado_em: rfc3339(course.updated_at()),
         }
@@ -56,13 +60,14 @@ impl CourseJson {
 }
 
 /// One page of `cursos://catalogo`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(title = "Página do catálogo")]
 pub struct CatalogPageJson {
-    /// How many courses are active in the whole catalog.
+    /// Quantos cursos ativos há no catálogo inteiro.
     pub total: u64,
-    /// This page's courses, oldest first.
+    /// Os cursos desta página, mais antigos primeiro.
     pub cursos: Vec<CourseJson>,
-    /// The URI of the next page, or `null` on the last page.
+    /// URI da página seguinte (para `resources/read`, ou para o argumento `pagina` de `listar_cursos`), ou `null` na última página.
     #[serde(rename = "proximaPagina")]
     pub proxima_pagina: Option<String>,
 }
@@ -149,6 +154,25 @@ pub(crate) struct UpdateCourseArguments {
     #[serde(rename = "cargaHoraria")]
     #[schemars(range(min = 1, max = 1000))]
     carga_horaria: Option<i64>,
+}
+
+/// Arguments of `listar_cursos` (schema only).
+#[derive(Debug, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+#[allow(dead_code, reason = "only its JSON Schema is used")]
+pub(crate) struct ListCoursesArguments {
+    /// Página a ler (opcional): o valor de `proximaPagina` da resposta anterior. Sem ele, a primeira página.
+    pagina: Option<String>,
+}
+
+/// Arguments of `ler_curso` (schema only).
+#[derive(Debug, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+#[allow(dead_code, reason = "only its JSON Schema is used")]
+pub(crate) struct ReadCourseArguments {
+    /// Id (UUID) do curso a ler.
+    #[schemars(extend("format" = "uuid"))]
+    id: String,
 }
 
 /// Arguments of `arquivar_curso` (schema only).

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use courses_domain::{Catalog, CourseTitle, NewCourse, SqliteStore, WorkloadHours};
-use mcp_server::CursosServer;
+use mcp_server::{CursosServer, ServerOptions, ServerState};
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ErrorCode, GetPromptRequestParams, PaginatedRequestParams, ProtocolVersion,
     ReadResourceRequestParams,
@@ -26,32 +26,44 @@ const ERAS: [Era; 2] = [Era::Initialize, Era::Discover];
 
 struct Harness {
     client: RunningService<RoleClient, ()>,
-    /// The same catalog the server uses, for seeding many courses quickly.
+    /// The process-wide state the server uses: another client can connect to it, and its
+    /// catalog seeds many courses quickly.
+    state: ServerState,
     catalog: Catalog,
     _folder: tempfile::TempDir,
 }
 
 async fn connect(era: Era) -> Harness {
+    connect_with(era, ServerOptions::default()).await
+}
+
+async fn connect_with(era: Era, options: ServerOptions) -> Harness {
     let folder = tempfile::tempdir().expect("temp dir");
-    let catalog = Catalog::new(SqliteStore::open(&folder.path().join("cursos.db")).expect("store"));
+    let store = SqliteStore::open(&folder.path().join("cursos.db")).expect("store");
+    let state = ServerState::new(Catalog::new(store), options);
+    let client = attach((), &state, era).await;
+    Harness { client, catalog: state.catalog().clone(), state, _folder: folder }
+}
+
+/// Connects one more client, with its own handler, to a server over `state`.
+async fn attach<H: rmcp::ClientHandler>(handler: H, state: &ServerState, era: Era) -> RunningService<RoleClient, H> {
     let (server_io, client_io) = tokio::io::duplex(1 << 20);
-    let server = CursosServer::new(catalog.clone());
+    let server = CursosServer::new(state);
     tokio::spawn(async move {
         if let Ok(running) = server.serve(server_io).await {
             let _ = running.waiting().await;
         }
     });
-    let client = match era {
-        Era::Initialize => ().serve(client_io).await.expect("initialize"),
-        Era::Discover => ()
+    match era {
+        Era::Initialize => handler.serve(client_io).await.expect("initialize"),
+        Era::Discover => handler
             .serve_with_lifecycle(
                 client_io,
                 ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] },
             )
             .await
             .expect("discover"),
-    };
-    Harness { client, catalog, _folder: folder }
+    }
 }
 
 impl Harness {
@@ -180,7 +192,7 @@ async fn the_three_tools_are_listed_with_schemas_and_truthful_annotations() {
             output_required.sort_unstable();
             assert_eq!(
                 output_required,
-                ["arquivado", "atualizadoEm", "cargaHoraria", "criadoEm", "id", "titulo"],
+                ["arquivado", "atualizadoEm", "cargaHoraria", "criadoEm", "id", "titulo", "versao"],
                 "{name}"
             );
             let annotations = &tool["annotations"];
@@ -218,6 +230,8 @@ async fn criar_curso_creates_a_course_and_returns_it_with_a_link() {
         assert_eq!(course["titulo"], "Arquitetura de Software");
         assert_eq!(course["cargaHoraria"], 12);
         assert_eq!(course["arquivado"], false);
+        assert_eq!(course["versao"], 1);
+        assert_eq!(course["versao"], 1);
         let id = course["id"].as_str().expect("id");
         assert_eq!(id.len(), 36);
         assert_eq!(&id[14..15], "4", "a UUID v4");
@@ -292,6 +306,7 @@ async fn atualizar_curso_changes_only_the_given_fields() {
         let updated = result.structured_content.expect("course");
         assert_eq!((updated["titulo"].clone(), updated["cargaHoraria"].clone()), (json!("Rust"), json!(20)));
         assert_eq!(updated["criadoEm"], created["criadoEm"]);
+        assert_eq!(updated["versao"], 2, "every accepted change bumps the revision");
         assert!(updated["atualizadoEm"].as_str() >= created["atualizadoEm"].as_str());
         let renamed = harness.call("atualizar_curso", json!({"id": id, "titulo": "Rust Avançado"})).await;
         assert_eq!(renamed.structured_content.expect("course")["cargaHoraria"], 20, "the hours were kept");
@@ -563,4 +578,229 @@ async fn concurrent_creates_of_one_title_through_the_server_let_exactly_one_win(
     }
     assert_eq!(successes, 1);
     assert_eq!(harness.catalog_total().await, 1);
+}
+
+/// A client handler that records live-update notifications.
+#[derive(Debug, Clone)]
+struct Recorder(tokio::sync::mpsc::UnboundedSender<String>);
+
+impl rmcp::ClientHandler for Recorder {
+    async fn on_resource_updated(
+        &self,
+        params: rmcp::model::ResourceUpdatedNotificationParam,
+        _context: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        let _ = self.0.send(format!("updated {}", params.uri));
+    }
+
+    async fn on_resource_list_changed(&self, _context: rmcp::service::NotificationContext<RoleClient>) {
+        let _ = self.0.send("list_changed".to_owned());
+    }
+}
+
+async fn next_notice(notices: &mut tokio::sync::mpsc::UnboundedReceiver<String>) -> String {
+    tokio::time::timeout(std::time::Duration::from_secs(10), notices.recv())
+        .await
+        .expect("a notification in time")
+        .expect("the client is still connected")
+}
+
+/// Collects `count` notices (their order across one change is not specified).
+async fn notices(receiver: &mut tokio::sync::mpsc::UnboundedReceiver<String>, count: usize) -> Vec<String> {
+    sorted_notices(receiver, count).await
+}
+
+fn sorted(items: &[&str]) -> Vec<String> {
+    let mut items: Vec<String> = items.iter().map(|item| (*item).to_owned()).collect();
+    items.sort();
+    items
+}
+
+async fn sorted_notices(receiver: &mut tokio::sync::mpsc::UnboundedReceiver<String>, count: usize) -> Vec<String> {
+    let mut received = Vec::new();
+    for _ in 0..count {
+        received.push(next_notice(receiver).await);
+    }
+    received.sort();
+    received
+}
+
+#[tokio::test]
+#[allow(deprecated, reason = "resources/subscribe is the 2025-era API this test covers")]
+async fn a_2025_session_hears_of_changes_made_by_another_client() {
+    let harness = connect(Era::Initialize).await;
+    let course = harness.create("Rust", 10).await;
+    let course_uri = format!("cursos://{}", course["id"].as_str().expect("id"));
+    let (sender, mut received) = tokio::sync::mpsc::unbounded_channel();
+    let listener = attach(Recorder(sender), &harness.state, Era::Initialize).await;
+    listener.subscribe(rmcp::model::SubscribeRequestParams::new(course_uri.clone())).await.expect("subscribe");
+    listener.subscribe(rmcp::model::SubscribeRequestParams::new("cursos://catalogo")).await.expect("subscribe");
+
+    // Another client renames the course: its URI and the catalog changed, and so did the listing.
+    harness.call("atualizar_curso", json!({"id": course["id"], "titulo": "Rust 2024"})).await;
+    assert_eq!(
+        notices(&mut received, 3).await,
+        sorted(&["list_changed", "updated cursos://catalogo", &format!("updated {course_uri}")])
+    );
+    // New hours: the course and the catalog changed, the listing (uri, name) did not.
+    harness.call("atualizar_curso", json!({"id": course["id"], "cargaHoraria": 11})).await;
+    assert_eq!(
+        notices(&mut received, 2).await,
+        sorted(&["updated cursos://catalogo", &format!("updated {course_uri}")])
+    );
+    // A no-op write announces nothing; the next notice is about the next real change.
+    harness.call("atualizar_curso", json!({"id": course["id"], "cargaHoraria": 11})).await;
+    listener.unsubscribe(rmcp::model::UnsubscribeRequestParams::new(course_uri.clone())).await.expect("unsubscribe");
+    harness.create("Go", 5).await;
+    assert_eq!(notices(&mut received, 2).await, ["list_changed", "updated cursos://catalogo"]);
+    assert_eq!(harness.state.listener_counts().subscriptions, 1, "only the catalog subscription is left");
+    listener.cancel().await.expect("close");
+}
+
+#[tokio::test]
+async fn a_2026_listen_stream_hears_of_changes_made_by_a_2025_client() {
+    let harness = connect(Era::Initialize).await;
+    let course = harness.create("Rust", 10).await;
+    let course_uri = format!("cursos://{}", course["id"].as_str().expect("id"));
+    let listener = attach((), &harness.state, Era::Discover).await;
+    let filter = rmcp::model::SubscriptionFilter::builder()
+        .resource_subscription(course_uri.clone())
+        .resources_list_changed()
+        .build();
+    let mut subscription = listener.listen(filter).await.expect("subscriptions/listen");
+    assert_eq!(harness.state.listener_counts().listen_streams, 1);
+
+    harness.call("arquivar_curso", json!({"id": course["id"]})).await;
+    let mut seen = Vec::new();
+    for _ in 0..2 {
+        let notice = tokio::time::timeout(std::time::Duration::from_secs(10), subscription.next())
+            .await
+            .expect("in time")
+            .expect("stream open")
+            .expect("a notification");
+        seen.push(match serde_json::to_value(&notice).expect("json") {
+            value if value["method"] == "notifications/resources/updated" => {
+                format!("updated {}", value["params"]["uri"].as_str().unwrap_or(""))
+            }
+            value => value["method"].as_str().unwrap_or("").to_owned(),
+        });
+    }
+    seen.sort();
+    assert_eq!(seen, ["notifications/resources/list_changed".to_owned(), format!("updated {course_uri}")]);
+    subscription.cancel().await.expect("cancel");
+    listener.cancel().await.expect("close");
+}
+
+#[tokio::test]
+#[allow(deprecated, reason = "resources/subscribe is the 2025-era API this test covers")]
+async fn legacy_subscriptions_are_refused_with_a_reason_when_the_transport_keeps_no_sessions() {
+    let options = ServerOptions { legacy_subscriptions: false, ..ServerOptions::default() };
+    let harness = connect_with(Era::Initialize, options).await;
+    let refused = harness.client.subscribe(rmcp::model::SubscribeRequestParams::new("cursos://catalogo")).await;
+    match refused {
+        Err(ServiceError::McpError(error)) => {
+            assert!(error.message.contains("subscriptions/listen"), "{}", error.message);
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn course_ids_complete_from_what_the_user_types_best_matches_first() {
+    for era in ERAS {
+        let harness = connect(era).await;
+        let intro = harness.create("Introdução a Rust", 10).await;
+        let rust = harness.create("Rust Avançado", 10).await;
+        let go = harness.create("Go", 10).await;
+        let archived = harness.create("Rust Legado", 10).await;
+        harness.call("arquivar_curso", json!({"id": archived["id"]})).await;
+        let complete = |value: &str| {
+            let request = rmcp::model::CompleteRequestParams::new(
+                rmcp::model::Reference::for_resource("cursos://{uuid}"),
+                rmcp::model::ArgumentInfo::new("uuid", value),
+            );
+            harness.client.complete(request)
+        };
+        let values = |result: rmcp::model::CompleteResult| result.completion.values;
+        assert_eq!(
+            values(complete("rust").await.expect("complete")),
+            [rust["id"].clone(), intro["id"].clone()],
+            "{era:?}"
+        );
+        let prefix = &go["id"].as_str().expect("id")[..6];
+        assert_eq!(values(complete(prefix).await.expect("complete"))[0], go["id"].as_str().expect("id"));
+        assert!(values(complete("legado").await.expect("complete")).is_empty(), "archived courses are not offered");
+        assert_eq!(values(complete("").await.expect("complete")).len(), 3);
+
+        let hours = rmcp::model::CompleteRequestParams::new(
+            rmcp::model::Reference::for_prompt("criar-curso"),
+            rmcp::model::ArgumentInfo::new("cargaHoraria", "1"),
+        );
+        assert_eq!(values(harness.client.complete(hours).await.expect("complete")), ["10", "12", "16"]);
+        let unknown = rmcp::model::CompleteRequestParams::new(
+            rmcp::model::Reference::for_prompt("outro"),
+            rmcp::model::ArgumentInfo::new("x", "y"),
+        );
+        assert!(values(harness.client.complete(unknown).await.expect("an empty answer, not an error")).is_empty());
+    }
+}
+
+#[tokio::test]
+async fn course_resources_carry_their_title_and_last_modified_time() {
+    let harness = connect(Era::Initialize).await;
+    let course = harness.create("Rust", 10).await;
+    let resources = serde_json::to_value(harness.client.list_all_resources().await.expect("list")).expect("json");
+    let entry = &resources[1];
+    assert_eq!(entry["title"], "Rust");
+    assert_eq!(entry["annotations"]["lastModified"], course["atualizadoEm"]);
+    assert!(resources[0]["icons"][0]["src"].as_str().is_some_and(|src| src.starts_with("data:image/svg+xml")));
+}
+
+#[tokio::test]
+async fn caching_hints_on_2026_results_tell_the_truth_about_the_data() {
+    let harness = connect(Era::Discover).await;
+    harness.create("Rust", 10).await;
+    let tools = harness.client.list_tools(None).await.expect("tools/list");
+    assert_eq!(tools.ttl_ms, Some(300_000), "the tool list only changes with a restart");
+    let resources = harness.client.list_resources(None).await.expect("resources/list");
+    assert_eq!(resources.ttl_ms, Some(0), "the catalog changes whenever a tool runs");
+    let read = harness.client.read_resource(ReadResourceRequestParams::new("cursos://catalogo")).await.expect("read");
+    assert_eq!(read.ttl_ms, Some(0));
+    let prompts = harness.client.list_prompts(None).await.expect("prompts/list");
+    assert_eq!(prompts.ttl_ms, Some(300_000));
+}
+
+#[tokio::test]
+async fn read_only_tools_mirror_the_resources_only_when_enabled() {
+    let off = connect(Era::Initialize).await;
+    assert_eq!(off.client.list_all_tools().await.expect("tools").len(), 3);
+    assert!(off.try_call("listar_cursos", json!({})).await.is_err(), "hidden tools cannot be called");
+
+    for era in ERAS {
+        let harness = connect_with(era, ServerOptions { resource_tools: true, ..ServerOptions::default() }).await;
+        harness.seed(120).await;
+        let tools = serde_json::to_value(harness.client.list_all_tools().await.expect("tools")).expect("json");
+        for name in ["listar_cursos", "ler_curso"] {
+            let tool = tools.as_array().expect("array").iter().find(|tool| tool["name"] == name).expect(name);
+            assert_eq!(tool["annotations"]["readOnlyHint"], true, "{name}");
+            assert_eq!(tool["annotations"]["destructiveHint"], false, "{name}");
+        }
+        let listed = harness.call("listar_cursos", json!({})).await;
+        assert_eq!(listed.structured_content, Some(harness.read("cursos://catalogo").await), "{era:?}: the same JSON");
+        let next =
+            listed.structured_content.expect("page")["proximaPagina"].as_str().expect("a second page").to_owned();
+        let second = harness.call("listar_cursos", json!({"pagina": next})).await;
+        assert_eq!(second.structured_content, Some(harness.read(&next).await));
+        let first_id = harness.read("cursos://catalogo").await["cursos"][0]["id"].clone();
+        let course = harness.call("ler_curso", json!({"id": first_id})).await;
+        assert_eq!(
+            course.structured_content,
+            Some(harness.read(&format!("cursos://{}", first_id.as_str().expect("id"))).await)
+        );
+        assert_refused(
+            &harness.call("ler_curso", json!({"id": "1b4e28ba-2fa1-41d2-883f-0016d3cca427"})).await,
+            "Curso não encontrado",
+        );
+        assert_refused(&harness.call("listar_cursos", json!({"pagina": "lixo"})).await, "'pagina'");
+    }
 }

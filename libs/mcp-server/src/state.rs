@@ -1,0 +1,58 @@
+//! [`ServerState`]: what every connection of one process shares, and [`ServerOptions`].
+
+use std::sync::Arc;
+
+use courses_domain::Catalog;
+
+use crate::hub::{HubCounts, HubObserver, SubscriptionHub};
+
+/// Behaviour the apps choose (from their settings) when building the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerOptions {
+    /// Also expose read-only tools mirroring the two resources (`listar_cursos`, `ler_curso`),
+    /// for hosts that offer the model tools but not resources. Off by default: duplicates confuse
+    /// models that do read resources.
+    pub resource_tools: bool,
+    /// Accept 2025-era `resources/subscribe`. True when the transport keeps a connection per
+    /// client (stdio, HTTP sessions); false for stateless HTTP, where a legacy subscription could
+    /// never be delivered and is refused with a clear message (2026-07-28 `subscriptions/listen`
+    /// works in both).
+    pub legacy_subscriptions: bool,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        Self { resource_tools: false, legacy_subscriptions: true }
+    }
+}
+
+/// The catalog, the subscription hub and the options: built once per process, shared by every
+/// connection (cheap to clone).
+#[derive(Debug, Clone)]
+pub struct ServerState {
+    pub(crate) catalog: Catalog,
+    pub(crate) hub: Arc<SubscriptionHub>,
+    pub(crate) options: ServerOptions,
+}
+
+impl ServerState {
+    /// Wires `catalog` to a fresh subscription hub.
+    #[must_use]
+    pub fn new(catalog: Catalog, options: ServerOptions) -> Self {
+        let hub = Arc::new(SubscriptionHub::default());
+        let catalog = catalog.with_observer(Arc::new(HubObserver(Arc::clone(&hub))));
+        Self { catalog, hub, options }
+    }
+
+    /// How many live-update listeners are open (for tests and operators).
+    #[must_use]
+    pub fn listener_counts(&self) -> HubCounts {
+        self.hub.counts()
+    }
+
+    /// The catalog, observed by the hub: writes made through it notify subscribers.
+    #[must_use]
+    pub fn catalog(&self) -> &Catalog {
+        &self.catalog
+    }
+}
