@@ -3,6 +3,7 @@
 //! and by plain HTTP requests. One test binary for all of them.
 
 mod http_edges;
+mod live_updates;
 mod persistence;
 mod scenario;
 mod support;

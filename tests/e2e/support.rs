@@ -167,9 +167,18 @@ pub(crate) async fn start_backend_with(
 impl Backend {
     /// An MCP client over Streamable HTTP with the Bearer key.
     pub(crate) async fn client(&self, era: Era) -> Client {
+        self.client_with((), era).await
+    }
+
+    /// An MCP client with its own handler (to receive notifications).
+    pub(crate) async fn client_with<H: rmcp::ClientHandler>(
+        &self,
+        handler: H,
+        era: Era,
+    ) -> RunningService<RoleClient, H> {
         let config =
             StreamableHttpClientTransportConfig::with_uri(self.mcp_url.clone()).auth_header(self.api_key.clone());
-        connect(StreamableHttpClientTransport::from_config(config), era).await
+        connect_with(handler, StreamableHttpClientTransport::from_config(config), era).await
     }
 
     /// SIGTERM, then waits for a clean exit.
@@ -183,6 +192,15 @@ impl Backend {
 
 /// An MCP client connected to a fresh `mcp-cursos-stdio` child process.
 pub(crate) async fn stdio_client(database: &Path, era: Era) -> (Client, Lines) {
+    stdio_client_with((), database, era).await
+}
+
+/// [`stdio_client`] with its own handler (to receive notifications).
+pub(crate) async fn stdio_client_with<H: rmcp::ClientHandler>(
+    handler: H,
+    database: &Path,
+    era: Era,
+) -> (RunningService<RoleClient, H>, Lines) {
     let command = Command::new(binary("mcp-cursos-stdio")).configure(|command| {
         command.env_clear().env("DATABASE_PATH", database).env("RUST_LOG", "info");
     });
@@ -190,23 +208,25 @@ pub(crate) async fn stdio_client(database: &Path, era: Era) -> (Client, Lines) {
         TokioChildProcess::builder(command).stderr(Stdio::piped()).spawn().expect("spawn stdio app");
     let lines = Lines::default();
     lines.collect(stderr.expect("stderr"), None);
-    (connect(transport, era).await, lines)
+    (connect_with(handler, transport, era).await, lines)
 }
 
-async fn connect<T, E, A>(transport: T, era: Era) -> Client
+async fn connect_with<H, T, E, A>(handler: H, transport: T, era: Era) -> RunningService<RoleClient, H>
 where
+    H: rmcp::ClientHandler,
     T: rmcp::transport::IntoTransport<RoleClient, E, A>,
     E: std::error::Error + Send + Sync + 'static,
 {
     let connecting = async {
         match era {
-            Era::Initialize => ().serve(transport).await,
+            Era::Initialize => handler.serve(transport).await,
             Era::Discover => {
-                ().serve_with_lifecycle(
-                    transport,
-                    ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] },
-                )
-                .await
+                handler
+                    .serve_with_lifecycle(
+                        transport,
+                        ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] },
+                    )
+                    .await
             }
         }
     };

@@ -1,0 +1,211 @@
+//! Live updates and completions through the real binaries: 2025-era `resources/subscribe`
+//! sessions and 2026-07-28 `subscriptions/listen` streams, over stdio and HTTP.
+
+use std::time::Duration;
+
+use rmcp::model::{
+    ArgumentInfo, CallToolRequestParams, CompleteRequestParams, Reference, ServerNotification, SubscribeRequestParams,
+    SubscriptionFilter,
+};
+use rmcp::service::NotificationContext;
+use rmcp::{RoleClient, ServiceError};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use crate::support::{
+    ERAS, Era, PATIENCE, fresh_database, start_backend, start_backend_with, stdio_client, stdio_client_with,
+};
+
+/// Records the notifications a 2025-era client receives.
+#[derive(Debug, Clone)]
+struct Recorder(mpsc::UnboundedSender<String>);
+
+impl rmcp::ClientHandler for Recorder {
+    async fn on_resource_updated(
+        &self,
+        params: rmcp::model::ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let _ = self.0.send(format!("updated {}", params.uri));
+    }
+
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        let _ = self.0.send("list_changed".to_owned());
+    }
+}
+
+fn recorder() -> (Recorder, mpsc::UnboundedReceiver<String>) {
+    let (sender, receiver) = mpsc::unbounded_channel();
+    (Recorder(sender), receiver)
+}
+
+/// Waits (bounded) until `expected` has arrived; other notices may come first.
+async fn wait_for(receiver: &mut mpsc::UnboundedReceiver<String>, expected: &str) {
+    let mut seen = Vec::new();
+    let found = tokio::time::timeout(PATIENCE, async {
+        while let Some(notice) = receiver.recv().await {
+            if notice == expected {
+                return true;
+            }
+            seen.push(notice);
+        }
+        false
+    })
+    .await;
+    assert_eq!(found, Ok(true), "waited for {expected:?}, saw {seen:?}");
+}
+
+async fn wait_for_stream(subscription: &mut rmcp::service::Subscription, expected: &str) {
+    let mut seen = Vec::new();
+    let found = tokio::time::timeout(PATIENCE, async {
+        while let Ok(Some(notice)) = subscription.next().await {
+            let label = describe(&notice);
+            if label == expected {
+                return true;
+            }
+            seen.push(label);
+        }
+        false
+    })
+    .await;
+    assert_eq!(found, Ok(true), "waited for {expected:?}, saw {seen:?}");
+}
+
+fn describe(notice: &ServerNotification) -> String {
+    let value = serde_json::to_value(notice).unwrap_or_default();
+    match value["method"].as_str() {
+        Some("notifications/resources/updated") => {
+            format!("updated {}", value["params"]["uri"].as_str().unwrap_or_default())
+        }
+        Some("notifications/resources/list_changed") => "list_changed".to_owned(),
+        other => other.unwrap_or_default().to_owned(),
+    }
+}
+
+async fn create<H: rmcp::ClientHandler>(client: &rmcp::service::RunningService<RoleClient, H>, titulo: &str) -> Value {
+    let arguments = json!({"titulo": titulo, "cargaHoraria": 8}).as_object().cloned().expect("object");
+    let result =
+        client.call_tool(CallToolRequestParams::new("criar_curso").with_arguments(arguments)).await.expect("call");
+    json!(result)["structuredContent"].clone()
+}
+
+async fn rename<H: rmcp::ClientHandler>(
+    client: &rmcp::service::RunningService<RoleClient, H>,
+    id: &Value,
+    titulo: &str,
+) {
+    let arguments = json!({"id": id, "titulo": titulo}).as_object().cloned().expect("object");
+    let result =
+        client.call_tool(CallToolRequestParams::new("atualizar_curso").with_arguments(arguments)).await.expect("call");
+    assert_eq!(result.is_error, Some(false), "{result:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(deprecated, reason = "resources/subscribe is the 2025-era API under test")]
+async fn over_http_a_change_by_one_client_reaches_the_subscribers_of_every_other_on_both_eras() {
+    let (_folder, database) = fresh_database();
+    let backend = start_backend(&database, Some("chave-ao-vivo")).await;
+    let writer = backend.client(Era::Discover).await;
+    let course = create(&writer, "Ao vivo").await;
+    let course_uri = format!("cursos://{}", course["id"].as_str().expect("id"));
+
+    let (handler, mut legacy_notices) = recorder();
+    let legacy = backend.client_with(handler, Era::Initialize).await;
+    legacy.subscribe(SubscribeRequestParams::new(course_uri.clone())).await.expect("resources/subscribe");
+    let modern = backend.client(Era::Discover).await;
+    let filter =
+        SubscriptionFilter::builder().resource_subscription(course_uri.clone()).resources_list_changed().build();
+    let mut stream = modern.listen(filter).await.expect("subscriptions/listen");
+
+    rename(&writer, &course["id"], "Ao vivo 2").await;
+    wait_for(&mut legacy_notices, &format!("updated {course_uri}")).await;
+    wait_for(&mut legacy_notices, "list_changed").await;
+    wait_for_stream(&mut stream, &format!("updated {course_uri}")).await;
+    wait_for_stream(&mut stream, "list_changed").await;
+
+    let health: Value =
+        reqwest::get(format!("{}/health", backend.base_url)).await.expect("health").json().await.expect("json");
+    assert_eq!(health["subscriptions"]["resources"], 1);
+    assert_eq!(health["subscriptions"]["listenStreams"], 1);
+
+    stream.cancel().await.expect("cancel");
+    for client in [writer, modern] {
+        client.cancel().await.expect("close");
+    }
+    legacy.cancel().await.expect("close");
+    assert!(backend.stop().await.success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(deprecated, reason = "resources/subscribe is the 2025-era API under test")]
+async fn over_stdio_a_session_hears_of_its_own_changes_on_both_eras() {
+    let (_folder, database) = fresh_database();
+    let (handler, mut notices) = recorder();
+    let (legacy, _stderr) = stdio_client_with(handler, &database, Era::Initialize).await;
+    let course = create(&legacy, "Pelo stdio").await;
+    wait_for(&mut notices, "list_changed").await;
+    let course_uri = format!("cursos://{}", course["id"].as_str().expect("id"));
+    legacy.subscribe(SubscribeRequestParams::new(course_uri.clone())).await.expect("subscribe");
+    rename(&legacy, &course["id"], "Pelo stdio 2").await;
+    wait_for(&mut notices, &format!("updated {course_uri}")).await;
+    legacy.cancel().await.expect("close");
+
+    let (modern, _stderr) = stdio_client(&database, Era::Discover).await;
+    let filter =
+        SubscriptionFilter::builder().resource_subscription(course_uri.clone()).resources_list_changed().build();
+    let mut stream = modern.listen(filter).await.expect("subscriptions/listen");
+    rename(&modern, &course["id"], "Pelo stdio 3").await;
+    wait_for_stream(&mut stream, &format!("updated {course_uri}")).await;
+    create(&modern, "Outro pelo stdio").await;
+    wait_for_stream(&mut stream, "list_changed").await;
+    stream.cancel().await.expect("cancel");
+    modern.cancel().await.expect("close");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(deprecated, reason = "resources/subscribe is the 2025-era API under test")]
+async fn a_stateless_backend_streams_2026_subscriptions_and_refuses_2025_ones_with_a_reason() {
+    let (_folder, database) = fresh_database();
+    let backend = start_backend_with(&database, Some("chave-sem-sessao"), &[("SESSION_MODE", "stateless")]).await;
+    let legacy = backend.client(Era::Initialize).await;
+    match legacy.subscribe(SubscribeRequestParams::new("cursos://catalogo")).await {
+        Err(ServiceError::McpError(error)) => {
+            assert!(error.message.contains("subscriptions/listen"), "{}", error.message)
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    let modern = backend.client(Era::Discover).await;
+    let mut stream =
+        modern.listen(SubscriptionFilter::builder().resources_list_changed().build()).await.expect("listen");
+    create(&legacy, "Sem sessão").await;
+    wait_for_stream(&mut stream, "list_changed").await;
+    stream.cancel().await.expect("cancel");
+    modern.cancel().await.expect("close");
+    legacy.cancel().await.expect("close");
+    assert!(backend.stop().await.success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn course_ids_complete_by_title_over_both_transports_and_eras() {
+    let (_folder, database) = fresh_database();
+    let backend = start_backend(&database, Some("chave-completar")).await;
+    for era in ERAS {
+        let (stdio, _stderr) = stdio_client(&database, era).await;
+        let http = backend.client(era).await;
+        let course = create(&stdio, &format!("Arquitetura Hexagonal {era:?}")).await;
+        for client in [&stdio, &http] {
+            let request = CompleteRequestParams::new(
+                Reference::for_resource("cursos://{uuid}"),
+                ArgumentInfo::new("uuid", format!("hexagonal {era:?}").to_lowercase()),
+            );
+            let result = tokio::time::timeout(Duration::from_secs(30), client.complete(request))
+                .await
+                .expect("in time")
+                .expect("complete");
+            assert_eq!(result.completion.values, [course["id"].as_str().expect("id")], "{era:?}");
+        }
+        stdio.cancel().await.expect("close");
+        http.cancel().await.expect("close");
+    }
+    assert!(backend.stop().await.success());
+}
