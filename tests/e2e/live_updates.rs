@@ -170,7 +170,7 @@ async fn a_stateless_backend_streams_2026_subscriptions_and_refuses_2025_ones_wi
     let legacy = backend.client(Era::Initialize).await;
     match legacy.subscribe(SubscribeRequestParams::new("cursos://catalogo")).await {
         Err(ServiceError::McpError(error)) => {
-            assert!(error.message.contains("subscriptions/listen"), "{}", error.message)
+            assert!(error.message.contains("subscriptions/listen"), "{}", error.message);
         }
         other => panic!("expected a refusal, got {other:?}"),
     }
