@@ -21,6 +21,13 @@ async fn main() -> anyhow::Result<()> {
         .with_ansi(std::io::stderr().is_terminal())
         .init();
 
+    if settings.no_auth {
+        anyhow::ensure!(
+            is_loopback(&settings.host),
+            "NO_AUTH is only allowed on a loopback HOST (127.0.0.1, ::1 or localhost), not {:?}",
+            settings.host
+        );
+    }
     let guard = RequestGuard::loopback()
         .with_hosts(settings.allowed_hosts.iter().map(String::as_str))
         .context("invalid ALLOWED_HOSTS")?
@@ -37,11 +44,6 @@ async fn main() -> anyhow::Result<()> {
 
     let api_key = match configured_key {
         _ if settings.no_auth => {
-            anyhow::ensure!(
-                address.ip().is_loopback(),
-                "NO_AUTH is only allowed on a loopback address, not {}",
-                address.ip()
-            );
             tracing::warn!("NO_AUTH: /mcp answers without an API key (loopback only, for local test suites)");
             None
         }
@@ -74,6 +76,16 @@ async fn main() -> anyhow::Result<()> {
     backend::serve(listener, router, shutdown).await.context("the HTTP server failed")?;
     tracing::info!("mcp-cursos-backend stopped");
     Ok(())
+}
+
+/// True for `localhost` and loopback IP addresses.
+fn is_loopback(host: &str) -> bool {
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// Cancels `shutdown` on SIGINT or SIGTERM.

@@ -17,6 +17,10 @@ fn help_documents_every_setting_with_its_environment_variable() {
         ("--api-key", "API_KEY"),
         ("--allowed-hosts", "ALLOWED_HOSTS"),
         ("--allowed-origins", "ALLOWED_ORIGINS"),
+        ("--session-mode", "SESSION_MODE"),
+        ("--session-idle-timeout", "SESSION_IDLE_TIMEOUT"),
+        ("--resource-tools", "RESOURCE_TOOLS"),
+        ("--no-auth", "NO_AUTH"),
     ] {
         assert!(help.contains(flag), "--help should document {flag}:\n{help}");
         assert!(help.contains(&format!("[env: {variable}")), "--help should name {variable}:\n{help}");
@@ -51,4 +55,20 @@ fn an_invalid_setting_fails_at_start_with_a_clear_message() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("invalid API_KEY"), "{stderr}");
     assert!(!stderr.contains("chave com espaço"), "the key is not echoed: {stderr}");
+}
+
+#[test]
+fn no_auth_is_refused_on_an_address_other_than_loopback() {
+    let database = std::env::temp_dir().join(format!("mcp-cursos-cli-test-no-auth-{}/cursos.db", std::process::id()));
+    let output = Command::new(env!("CARGO_BIN_EXE_mcp-cursos-backend"))
+        .env("NO_AUTH", "true")
+        .env("HOST", "0.0.0.0")
+        .env("PORT", "0")
+        .env("DATABASE_PATH", &database)
+        .output()
+        .expect("run");
+    assert!(!database.exists(), "refused before touching anything");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("NO_AUTH is only allowed on a loopback HOST"), "{stderr}");
 }
