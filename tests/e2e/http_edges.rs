@@ -216,5 +216,6 @@ async fn sessions_are_closed_by_delete_and_unknown_afterwards() {
     let health: Value =
         reqwest::get(format!("{}/health", backend.base_url)).await.expect("health").json().await.expect("json");
     assert_eq!(health["sessions"], 0, "nothing left behind");
+    assert_eq!(health["subscriptions"]["sessions"], 0, "the hub let go of the closed session too");
     assert!(backend.stop().await.success());
 }
