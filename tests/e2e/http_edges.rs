@@ -198,9 +198,12 @@ async fn sessions_are_closed_by_delete_and_unknown_afterwards() {
     let session =
         initialized.headers().get("mcp-session-id").expect("a session id").to_str().expect("ascii").to_owned();
     assert!(session.len() >= 16 && session.bytes().all(|byte| (0x21..=0x7e).contains(&byte)), "{session}");
-    let health: Value =
-        reqwest::get(format!("{}/health", backend.base_url)).await.expect("health").json().await.expect("json");
-    assert_eq!(health["sessions"], 1);
+    let initialized_notice = json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
+    let accepted =
+        post(&backend, &[("authorization", &bearer), ("mcp-session-id", &session)], initialized_notice).await;
+    assert_eq!(accepted.status(), StatusCode::ACCEPTED);
+    let health = poll_health(&backend, |health| health["subscriptions"]["sessions"] == 1).await;
+    assert_eq!(health["sessions"], 1, "one MCP session, known to the hub once initialized");
 
     let deleted = reqwest::Client::new()
         .delete(&backend.mcp_url)
@@ -218,4 +221,18 @@ async fn sessions_are_closed_by_delete_and_unknown_afterwards() {
     assert_eq!(health["sessions"], 0, "nothing left behind");
     assert_eq!(health["subscriptions"]["sessions"], 0, "the hub let go of the closed session too");
     assert!(backend.stop().await.success());
+}
+
+/// Reads `/health` until `ready` holds (bounded by the support's patience).
+async fn poll_health(backend: &Backend, ready: impl Fn(&Value) -> bool) -> Value {
+    let deadline = tokio::time::Instant::now() + crate::support::PATIENCE;
+    loop {
+        let health: Value =
+            reqwest::get(format!("{}/health", backend.base_url)).await.expect("health").json().await.expect("json");
+        if ready(&health) {
+            return health;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "health never got there: {health}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
 }
