@@ -35,6 +35,18 @@ async fn post(backend: &Backend, headers: &[(&str, &str)], body: String) -> reqw
     request.send().await.expect("HTTP request")
 }
 
+/// A GET or DELETE on `/mcp` with the key but no session id.
+async fn without_session(backend: &Backend, bearer: &str, method: reqwest::Method) -> StatusCode {
+    let response = reqwest::Client::new()
+        .request(method, &backend.mcp_url)
+        .header("authorization", bearer)
+        .header("accept", "text/event-stream")
+        .send()
+        .await
+        .expect("request");
+    response.status()
+}
+
 async fn total(backend: &Backend) -> u64 {
     let client = backend.client(Era::Initialize).await;
     let result = client
@@ -124,14 +136,8 @@ async fn health_answers_without_a_key_and_bad_bodies_are_refused_without_writing
         assert!(response.status().is_client_error(), "{garbage}: {}", response.status());
     }
     for method in [reqwest::Method::GET, reqwest::Method::DELETE] {
-        let response = reqwest::Client::new()
-            .request(method.clone(), &backend.mcp_url)
-            .header("authorization", &bearer)
-            .header("accept", "text/event-stream")
-            .send()
-            .await
-            .expect("request");
-        assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{method}: sessions need an Mcp-Session-Id");
+        let status = without_session(&backend, &bearer, method.clone()).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{method}: sessions need an Mcp-Session-Id");
     }
     let wrong_version =
         post(&backend, &[("authorization", &bearer), ("mcp-protocol-version", "1999-01-01")], create_body("X")).await;
@@ -161,14 +167,8 @@ async fn in_stateless_mode_only_post_is_served_and_no_session_is_kept() {
     let backend = start_backend_with(&database, Some(KEY), &[("SESSION_MODE", "stateless")]).await;
     let bearer = format!("Bearer {KEY}");
     for method in [reqwest::Method::GET, reqwest::Method::DELETE] {
-        let response = reqwest::Client::new()
-            .request(method.clone(), &backend.mcp_url)
-            .header("authorization", &bearer)
-            .header("accept", "text/event-stream")
-            .send()
-            .await
-            .expect("request");
-        assert_eq!(response.status(), StatusCode::METHOD_NOT_ALLOWED, "{method}: stateless, POST only");
+        let status = without_session(&backend, &bearer, method.clone()).await;
+        assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED, "{method}: stateless, POST only");
     }
     let initialized = post(&backend, &[("authorization", &bearer)], initialize_body()).await;
     assert_eq!(initialized.status(), StatusCode::OK);
