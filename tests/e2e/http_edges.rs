@@ -236,3 +236,25 @@ async fn poll_health(backend: &Backend, ready: impl Fn(&Value) -> bool) -> Value
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn abandoned_sessions_expire_when_idle_and_leave_nothing_behind() {
+    let (_folder, database) = fresh_database();
+    let backend = start_backend_with(&database, Some(KEY), &[("SESSION_IDLE_TIMEOUT", "1")]).await;
+    let bearer = format!("Bearer {KEY}");
+    let abandoned = 40;
+    for _ in 0..abandoned {
+        let initialized = post(&backend, &[("authorization", &bearer)], initialize_body()).await;
+        let session = initialized.headers().get("mcp-session-id").expect("session").to_str().expect("ascii").to_owned();
+        let notice = json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
+        post(&backend, &[("authorization", &bearer), ("mcp-session-id", &session)], notice).await;
+        // Never deleted: the client just goes away.
+    }
+    let health =
+        poll_health(&backend, |health| health["sessions"] == 0 && health["subscriptions"]["sessions"] == 0).await;
+    assert_eq!(health["status"], "ok");
+    let client = backend.client(Era::Initialize).await;
+    assert_eq!(client.list_all_tools().await.expect("still serving").len(), 3);
+    client.cancel().await.expect("close");
+    assert!(backend.stop().await.success());
+}
