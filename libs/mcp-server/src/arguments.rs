@@ -62,6 +62,18 @@ pub(crate) fn update_course(arguments: &JsonObject) -> Result<(CourseId, CourseC
 /// # Errors
 /// [`ArgumentErrors`] when `id` is missing or not a course id, or an unknown field is present.
 pub(crate) fn archive_course(arguments: &JsonObject) -> Result<CourseId, ArgumentErrors> {
+    only_course_id(arguments)
+}
+
+/// Reads the arguments of `ler_curso`.
+///
+/// # Errors
+/// [`ArgumentErrors`] when `id` is missing or not a course id, or an unknown field is present.
+pub(crate) fn read_course(arguments: &JsonObject) -> Result<CourseId, ArgumentErrors> {
+    only_course_id(arguments)
+}
+
+fn only_course_id(arguments: &JsonObject) -> Result<CourseId, ArgumentErrors> {
     let mut errors = Vec::new();
     reject_unknown(arguments, &[ID], &mut errors);
     let id = required(arguments, ID, &mut errors).and_then(|value| course_id(value, &mut errors));

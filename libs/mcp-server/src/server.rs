@@ -219,7 +219,7 @@ impl CursosServer {
         annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
     )]
     async fn read_course(&self, raw_arguments: JsonObject) -> CallToolResult {
-        match arguments::archive_course(&raw_arguments) {
+        match arguments::read_course(&raw_arguments) {
             Ok(id) => outcomes::read_course(self.state.catalog.get(id).await),
             Err(errors) => outcomes::refused(&errors.message()),
         }
