@@ -39,36 +39,37 @@ fn recorder() -> (Recorder, mpsc::UnboundedReceiver<String>) {
     (Recorder(sender), receiver)
 }
 
-/// Waits (bounded) until `expected` has arrived; other notices may come first.
-async fn wait_for(receiver: &mut mpsc::UnboundedReceiver<String>, expected: &str) {
+/// Waits (bounded) until every notice in `expected` has arrived, in any order (notifications
+/// may travel on different streams); other notices may come too.
+async fn wait_for_all(receiver: &mut mpsc::UnboundedReceiver<String>, expected: &[String]) {
+    let mut missing: Vec<String> = expected.to_vec();
     let mut seen = Vec::new();
-    let found = tokio::time::timeout(PATIENCE, async {
-        while let Some(notice) = receiver.recv().await {
-            if notice == expected {
-                return true;
-            }
+    let arrived = tokio::time::timeout(PATIENCE, async {
+        while !missing.is_empty() {
+            let Some(notice) = receiver.recv().await else { return false };
+            missing.retain(|wanted| *wanted != notice);
             seen.push(notice);
         }
-        false
+        true
     })
     .await;
-    assert_eq!(found, Ok(true), "waited for {expected:?}, saw {seen:?}");
+    assert_eq!(arrived, Ok(true), "waited for {expected:?}, saw {seen:?}");
 }
 
-async fn wait_for_stream(subscription: &mut rmcp::service::Subscription, expected: &str) {
+async fn wait_for_all_in_stream(subscription: &mut rmcp::service::Subscription, expected: &[String]) {
+    let mut missing: Vec<String> = expected.to_vec();
     let mut seen = Vec::new();
-    let found = tokio::time::timeout(PATIENCE, async {
-        while let Ok(Some(notice)) = subscription.next().await {
+    let arrived = tokio::time::timeout(PATIENCE, async {
+        while !missing.is_empty() {
+            let Ok(Some(notice)) = subscription.next().await else { return false };
             let label = describe(&notice);
-            if label == expected {
-                return true;
-            }
+            missing.retain(|wanted| *wanted != label);
             seen.push(label);
         }
-        false
+        true
     })
     .await;
-    assert_eq!(found, Ok(true), "waited for {expected:?}, saw {seen:?}");
+    assert_eq!(arrived, Ok(true), "waited for {expected:?}, saw {seen:?}");
 }
 
 fn describe(notice: &ServerNotification) -> String {
@@ -118,10 +119,9 @@ async fn over_http_a_change_by_one_client_reaches_the_subscribers_of_every_other
     let mut stream = modern.listen(filter).await.expect("subscriptions/listen");
 
     rename(&writer, &course["id"], "Ao vivo 2").await;
-    wait_for(&mut legacy_notices, &format!("updated {course_uri}")).await;
-    wait_for(&mut legacy_notices, "list_changed").await;
-    wait_for_stream(&mut stream, &format!("updated {course_uri}")).await;
-    wait_for_stream(&mut stream, "list_changed").await;
+    let expected = [format!("updated {course_uri}"), "list_changed".to_owned()];
+    wait_for_all(&mut legacy_notices, &expected).await;
+    wait_for_all_in_stream(&mut stream, &expected).await;
 
     let health: Value =
         reqwest::get(format!("{}/health", backend.base_url)).await.expect("health").json().await.expect("json");
@@ -143,11 +143,11 @@ async fn over_stdio_a_session_hears_of_its_own_changes_on_both_eras() {
     let (handler, mut notices) = recorder();
     let (legacy, _stderr) = stdio_client_with(handler, &database, Era::Initialize).await;
     let course = create(&legacy, "Pelo stdio").await;
-    wait_for(&mut notices, "list_changed").await;
+    wait_for_all(&mut notices, &["list_changed".to_owned()]).await;
     let course_uri = format!("cursos://{}", course["id"].as_str().expect("id"));
     legacy.subscribe(SubscribeRequestParams::new(course_uri.clone())).await.expect("subscribe");
     rename(&legacy, &course["id"], "Pelo stdio 2").await;
-    wait_for(&mut notices, &format!("updated {course_uri}")).await;
+    wait_for_all(&mut notices, &[format!("updated {course_uri}")]).await;
     legacy.cancel().await.expect("close");
 
     let (modern, _stderr) = stdio_client(&database, Era::Discover).await;
@@ -155,9 +155,9 @@ async fn over_stdio_a_session_hears_of_its_own_changes_on_both_eras() {
         SubscriptionFilter::builder().resource_subscription(course_uri.clone()).resources_list_changed().build();
     let mut stream = modern.listen(filter).await.expect("subscriptions/listen");
     rename(&modern, &course["id"], "Pelo stdio 3").await;
-    wait_for_stream(&mut stream, &format!("updated {course_uri}")).await;
+    wait_for_all_in_stream(&mut stream, &[format!("updated {course_uri}")]).await;
     create(&modern, "Outro pelo stdio").await;
-    wait_for_stream(&mut stream, "list_changed").await;
+    wait_for_all_in_stream(&mut stream, &["list_changed".to_owned()]).await;
     stream.cancel().await.expect("cancel");
     modern.cancel().await.expect("close");
 }
@@ -178,7 +178,7 @@ async fn a_stateless_backend_streams_2026_subscriptions_and_refuses_2025_ones_wi
     let mut stream =
         modern.listen(SubscriptionFilter::builder().resources_list_changed().build()).await.expect("listen");
     create(&legacy, "Sem sessão").await;
-    wait_for_stream(&mut stream, "list_changed").await;
+    wait_for_all_in_stream(&mut stream, &["list_changed".to_owned()]).await;
     stream.cancel().await.expect("cancel");
     modern.cancel().await.expect("close");
     legacy.cancel().await.expect("close");

@@ -97,3 +97,43 @@ async fn the_stdio_app_logs_to_stderr_only_and_exits_cleanly_when_stdin_closes()
     assert!(stderr.contains("mcp-cursos-stdio ready"), "logs go to stderr: {stderr}");
     assert!(database.exists(), "the database and its folder were created");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closing_stdin_ends_open_listen_streams_with_their_final_result() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+    let (_folder, database) = fresh_database();
+    let mut child = tokio::process::Command::new(crate::support::binary("mcp-cursos-stdio"))
+        .env_clear()
+        .env("DATABASE_PATH", &database)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn");
+    let meta = r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"e2e","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}"#;
+    let listen = format!(
+        r#"{{"jsonrpc":"2.0","id":"escuta","method":"subscriptions/listen","params":{{"_meta":{meta},"notifications":{{"resourcesListChanged":true}}}}}}"#
+    );
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin.write_all(format!("{listen}\n").as_bytes()).await.expect("write");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let acknowledged =
+        tokio::time::timeout(crate::support::PATIENCE, stdout.next_line()).await.expect("in time").expect("read");
+    assert!(acknowledged.is_some_and(|line| line.contains("notifications/subscriptions/acknowledged")));
+    drop(stdin);
+    let mut final_result = None;
+    while let Some(line) =
+        tokio::time::timeout(crate::support::PATIENCE, stdout.next_line()).await.expect("in time").expect("read")
+    {
+        let message: serde_json::Value = serde_json::from_str(&line).expect("JSON-RPC");
+        if message["id"] == "escuta" {
+            final_result = Some(message);
+        }
+    }
+    let final_result = final_result.expect("the stream ended with its result, not by a drain timeout");
+    assert_eq!(final_result["result"]["resultType"], "complete", "{final_result}");
+    let status = tokio::time::timeout(crate::support::PATIENCE, child.wait()).await.expect("exited").expect("status");
+    assert!(status.success());
+}

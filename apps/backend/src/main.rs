@@ -58,12 +58,12 @@ async fn main() -> anyhow::Result<()> {
         }
     };
 
-    let shutdown = CancellationToken::new();
     let options = ServerOptions {
         resource_tools: settings.resource_tools,
         legacy_subscriptions: settings.session_mode == SessionMode::Stateful,
     };
     let state = ServerState::new(Catalog::new(store), options);
+    let shutdown = state.shutdown_token();
     let config = AppConfig {
         api_key,
         guard,

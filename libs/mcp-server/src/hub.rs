@@ -25,16 +25,32 @@ use rmcp::{Peer, RoleServer};
 use crate::uris;
 
 /// Every listener of one process.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct SubscriptionHub {
     listeners: Mutex<Listeners>,
+    /// How many listen streams are open, for whoever waits for them to end.
+    open_streams: tokio::sync::watch::Sender<usize>,
+}
+
+impl Default for SubscriptionHub {
+    fn default() -> Self {
+        Self { listeners: Mutex::default(), open_streams: tokio::sync::watch::Sender::new(0) }
+    }
 }
 
 #[derive(Debug, Default)]
 struct Listeners {
     sessions: HashMap<u64, Session>,
     streams: HashMap<u64, SubscriptionSink>,
+    /// Listen requests accepted but not yet running (rmcp acknowledges them first).
+    pending_streams: usize,
     next_stream: u64,
+}
+
+impl Listeners {
+    fn live_streams(&self) -> usize {
+        self.streams.len() + self.pending_streams
+    }
 }
 
 #[derive(Debug)]
@@ -90,18 +106,36 @@ impl SubscriptionHub {
         }
     }
 
+    /// A 2026-07-28 listen request was accepted; [`Self::stream_opened`] follows once it runs.
+    pub(crate) fn stream_accepted(&self) {
+        let mut listeners = self.lock();
+        listeners.pending_streams += 1;
+        self.open_streams.send_replace(listeners.live_streams());
+    }
+
     /// A 2026-07-28 listen stream opened; returns its key for [`Self::stream_closed`].
     pub(crate) fn stream_opened(&self, sink: SubscriptionSink) -> u64 {
         let mut listeners = self.lock();
+        listeners.pending_streams = listeners.pending_streams.saturating_sub(1);
         listeners.next_stream += 1;
         let id = listeners.next_stream;
         listeners.streams.insert(id, sink);
+        self.open_streams.send_replace(listeners.live_streams());
         id
     }
 
     /// A 2026-07-28 listen stream ended.
     pub(crate) fn stream_closed(&self, id: u64) {
-        self.lock().streams.remove(&id);
+        let mut listeners = self.lock();
+        listeners.streams.remove(&id);
+        self.open_streams.send_replace(listeners.live_streams());
+    }
+
+    /// Resolves once no listen stream is open or about to open.
+    pub(crate) async fn streams_closed(&self) {
+        let mut open = self.open_streams.subscribe();
+        // The sender lives as long as the hub, which outlives this borrow.
+        let _ = open.wait_for(|count| *count == 0).await;
     }
 
     /// How many listeners are open, after dropping the closed ones.

@@ -463,12 +463,20 @@ impl ServerHandler for CursosServer {
     }
 
     fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+        // Counted from here (rmcp acknowledges before calling `listen`), so a shutdown that
+        // starts in between still waits for this stream to run and end cleanly.
+        self.state.hub.stream_accepted();
         Some(requested.supported_by(&self.get_info().capabilities))
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
         let stream = self.state.hub.stream_opened(context.sink().clone());
-        context.cancelled().await;
+        // End with the request, or when the process shuts down (stdin closed, SIGTERM): rmcp waits
+        // for in-flight handlers before it exits, and an open stream would otherwise hold it.
+        tokio::select! {
+            () = context.cancelled() => {}
+            () = self.state.shutdown.cancelled() => {}
+        }
         self.state.hub.stream_closed(stream);
         Ok(())
     }

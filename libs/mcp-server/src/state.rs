@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use courses_domain::Catalog;
+use tokio_util::sync::CancellationToken;
 
 use crate::hub::{HubCounts, HubObserver, SubscriptionHub};
 
@@ -33,6 +34,7 @@ pub struct ServerState {
     pub(crate) catalog: Catalog,
     pub(crate) hub: Arc<SubscriptionHub>,
     pub(crate) options: ServerOptions,
+    pub(crate) shutdown: CancellationToken,
 }
 
 impl ServerState {
@@ -41,7 +43,21 @@ impl ServerState {
     pub fn new(catalog: Catalog, options: ServerOptions) -> Self {
         let hub = Arc::new(SubscriptionHub::default());
         let catalog = catalog.with_observer(Arc::new(HubObserver(Arc::clone(&hub))));
-        Self { catalog, hub, options }
+        Self { catalog, hub, options, shutdown: CancellationToken::new() }
+    }
+
+    /// Cancelled by the app when the process is shutting down (stdin closed, SIGTERM): long-lived
+    /// handlers such as `subscriptions/listen` streams end then, instead of holding the exit.
+    #[must_use]
+    pub fn shutdown_token(&self) -> CancellationToken {
+        self.shutdown.clone()
+    }
+
+    /// Shuts the long-lived handlers down: cancels [`Self::shutdown_token`] and resolves once every
+    /// listen stream has ended (and so has queued its final result).
+    pub async fn shut_down_listeners(&self) {
+        self.shutdown.cancel();
+        self.hub.streams_closed().await;
     }
 
     /// How many live-update listeners are open (for tests and operators).

@@ -11,7 +11,6 @@ use std::sync::Arc;
 use rmcp::model::JsonObject;
 use serde::Serialize;
 use serde_json::Value;
-use time::format_description::well_known::Rfc3339;
 
 use crate::uris;
 
@@ -121,9 +120,13 @@ pub fn portable_schema(schema: &JsonObject) -> Arc<JsonObject> {
     }
 }
 
-/// Timestamps on the wire: RFC 3339 in UTC (`2026-11-30T12:00:00.123Z`).
+/// Timestamps on the wire: RFC 3339 in UTC with exactly three fractional digits
+/// (`2026-11-30T12:00:00.120Z`), so that they have one width and sort as text.
 fn rfc3339(instant: OffsetDateTime) -> String {
-    instant.format(&Rfc3339).unwrap_or_else(|_| instant.to_string())
+    const WIRE_TIMESTAMP: &[time::format_description::BorrowedFormatItem<'static>] =
+        time::macros::format_description!("[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z");
+    let utc = instant.to_offset(time::UtcOffset::UTC);
+    utc.format(WIRE_TIMESTAMP).unwrap_or_else(|_| utc.to_string())
 }
 
 /// Arguments of `criar_curso` (schema only: [`crate::arguments`] reads them field by field).
@@ -196,4 +199,18 @@ pub struct CreateCoursePromptArguments {
     /// Carga horária desejada, em horas inteiras (1 a 1000).
     #[serde(default, rename = "cargaHoraria")]
     pub carga_horaria: Option<serde_json::Value>,
+}
+
+#[cfg(test)]
+mod tests {
+    use time::macros::datetime;
+
+    use super::*;
+
+    #[test]
+    fn wire_timestamps_always_have_three_fractional_digits() {
+        assert_eq!(rfc3339(datetime!(2026-11-30 12:00:00 UTC)), "2026-11-30T12:00:00.000Z");
+        assert_eq!(rfc3339(datetime!(2026-11-30 12:00:00.12 UTC)), "2026-11-30T12:00:00.120Z");
+        assert_eq!(rfc3339(datetime!(2026-11-30 09:00:00.5 -3)), "2026-11-30T12:00:00.500Z");
+    }
 }

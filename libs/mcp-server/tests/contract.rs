@@ -237,7 +237,12 @@ async fn criar_curso_creates_a_course_and_returns_it_with_a_link() {
         assert_eq!(&id[14..15], "4", "a UUID v4");
         for field in ["criadoEm", "atualizadoEm"] {
             let stamp = course[field].as_str().expect("timestamp");
-            assert!(stamp.ends_with('Z') && stamp.contains('T'), "{field}: {stamp}");
+            // One width, so that timestamps sort as text: YYYY-MM-DDTHH:MM:SS.mmmZ.
+            assert_eq!(stamp.len(), 24, "{field}: {stamp}");
+            assert!(
+                stamp.ends_with('Z') && stamp.as_bytes()[10] == b'T' && stamp.as_bytes()[19] == b'.',
+                "{field}: {stamp}"
+            );
         }
         let content = serde_json::to_value(&result.content).expect("json");
         let link = content
