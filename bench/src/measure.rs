@@ -8,7 +8,10 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, ensure};
 use courses_domain::{Catalog, SqliteStore};
 use mcp_server::{CursosServer, ServerOptions, ServerState};
-use rmcp::model::{ListResourcesResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResult};
+use rmcp::model::{
+    ArgumentInfo, CompleteRequestParams, CompleteResult, ListResourcesResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResult, Reference,
+};
 use rmcp::service::{ClientCacheConfig, RunningService};
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::Value;
@@ -23,10 +26,6 @@ fn build_server(store: SqliteStore) -> CursosServer {
 }
 
 /// A measured operation. Every variant is a real request the server answers today.
-//
-// TO ADD `completion/complete` (the `uuid` argument of `cursos://{uuid}`, ADR 0012; not measured
-// yet): a variant here and in `Operation::ALL`, its `label`, its request in `Harness::request` /
-// `Harness::send` (the client has `complete_resource_argument`), and a check in `Harness::check`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Operation {
     /// `resources/read cursos://catalogo`: the first page and its `total`.
@@ -39,12 +38,28 @@ pub(crate) enum Operation {
     ListFirstPage,
     /// `resources/list` with a `nextCursor` near the end of the catalog.
     ListDeepPage,
+    /// `completion/complete` of `cursos://{uuid}` with the first word of many titles
+    /// ("introdução"): a title-prefix range, 100 matches and more.
+    CompleteCommonPrefix,
+    /// `completion/complete` with the 7-digit number inside one title: "contains" through the
+    /// trigram index, one match.
+    CompleteRareContains,
+    /// `completion/complete` with the first 8 characters of a random course id.
+    CompleteIdPrefix,
 }
 
 impl Operation {
     /// Every operation, in report order.
-    pub(crate) const ALL: [Self; 5] =
-        [Self::CatalogFirstPage, Self::CatalogDeepPage, Self::CourseById, Self::ListFirstPage, Self::ListDeepPage];
+    pub(crate) const ALL: [Self; 8] = [
+        Self::CatalogFirstPage,
+        Self::CatalogDeepPage,
+        Self::CourseById,
+        Self::ListFirstPage,
+        Self::ListDeepPage,
+        Self::CompleteCommonPrefix,
+        Self::CompleteRareContains,
+        Self::CompleteIdPrefix,
+    ];
 
     /// The operation as the report names it.
     pub(crate) fn label(self) -> &'static str {
@@ -54,6 +69,9 @@ impl Operation {
             Self::CourseById => "resources/read cursos://{uuid} (random)",
             Self::ListFirstPage => "resources/list (first page)",
             Self::ListDeepPage => "resources/list nextCursor (deep)",
+            Self::CompleteCommonPrefix => "completion/complete uuid, common title prefix",
+            Self::CompleteRareContains => "completion/complete uuid, rare title substring",
+            Self::CompleteIdPrefix => "completion/complete uuid, id prefix",
         }
     }
 }
@@ -84,6 +102,7 @@ impl Latency {
 enum Request {
     Read(String),
     List(Option<String>),
+    Complete(String),
 }
 
 /// What came back, kept only for the sanity checks (decoded outside the timed section).
@@ -91,6 +110,7 @@ enum Request {
 enum Response {
     Read(ReadResourceResult),
     List(ListResourcesResult),
+    Complete(CompleteResult),
 }
 
 /// An rmcp client connected to the real server, in process.
@@ -165,6 +185,14 @@ impl Harness {
             }
             Operation::ListFirstPage => Request::List(None),
             Operation::ListDeepPage => Request::List(Some(deep.clone())),
+            Operation::CompleteCommonPrefix => Request::Complete("introdução".to_owned()),
+            // Every title ends with its row number (active and archived rows alike).
+            Operation::CompleteRareContains => Request::Complete(format!("{:07}", self.random.below(self.active))),
+            Operation::CompleteIdPrefix => {
+                let ids = &self.fixtures.course_ids;
+                let index = usize::try_from(self.random.below(ids.len() as u64)).unwrap_or(0);
+                Request::Complete(ids[index][..8].to_owned())
+            }
         }
     }
 
@@ -175,6 +203,13 @@ impl Harness {
                 let params = cursor.map(|cursor| PaginatedRequestParams::default().with_cursor(Some(cursor)));
                 Response::List(self.client.list_resources(params).await?)
             }
+            Request::Complete(typed) => {
+                let params = CompleteRequestParams::new(
+                    Reference::for_resource("cursos://{uuid}"),
+                    ArgumentInfo::new("uuid", typed),
+                );
+                Response::Complete(self.client.complete(params).await?)
+            }
         })
     }
 
@@ -184,6 +219,14 @@ impl Harness {
         let (result, is_read) = match response {
             Response::Read(result) => (serde_json::to_value(result)?, true),
             Response::List(result) => (serde_json::to_value(result)?, false),
+            Response::Complete(result) => {
+                let values = &result.completion.values;
+                ensure!(values.len() <= 100, "{} values", values.len());
+                if operation == Operation::CompleteCommonPrefix {
+                    ensure!(!values.is_empty(), "no course completes a common title prefix");
+                }
+                return Ok(());
+            }
         };
         let document = || -> Result<Value> {
             Ok(serde_json::from_str(result["contents"][0]["text"].as_str().context("no text contents")?)?)
