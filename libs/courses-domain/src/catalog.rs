@@ -104,6 +104,16 @@ pub enum UpdateCourseError {
         /// The title that was asked for.
         title: CourseTitle,
     },
+    /// The caller expected another version: the course changed since it was read.
+    #[error("course {id} is at version {current}, not {expected}")]
+    StaleVersion {
+        /// The course.
+        id: CourseId,
+        /// The version the caller expected.
+        expected: u64,
+        /// The version the course is at.
+        current: u64,
+    },
     /// The storage failed (or the course kept changing under us).
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -117,6 +127,16 @@ pub enum ArchiveCourseError {
     NotFound {
         /// The id that was asked for.
         id: CourseId,
+    },
+    /// The caller expected another version: the course changed since it was read.
+    #[error("course {id} is at version {current}, not {expected}")]
+    StaleVersion {
+        /// The course.
+        id: CourseId,
+        /// The version the caller expected.
+        expected: u64,
+        /// The version the course is at.
+        current: u64,
     },
     /// The storage failed.
     #[error(transparent)]
@@ -198,6 +218,20 @@ impl Catalog {
     /// # Errors
     /// [`UpdateCourseError`] naming the rule that refused; nothing is written.
     pub async fn update(&self, id: CourseId, changes: CourseChanges) -> Result<Course, UpdateCourseError> {
+        self.update_if(id, changes, None).await
+    }
+
+    /// [`Catalog::update`], only if the course is still at `expected_version` (when given):
+    /// optimistic concurrency for callers that read the course first.
+    ///
+    /// # Errors
+    /// [`UpdateCourseError::StaleVersion`] when the course is at another version; nothing is written.
+    pub async fn update_if(
+        &self,
+        id: CourseId,
+        changes: CourseChanges,
+        expected_version: Option<u64>,
+    ) -> Result<Course, UpdateCourseError> {
         if changes.is_empty() {
             return Err(UpdateCourseError::NothingToUpdate);
         }
@@ -205,6 +239,9 @@ impl Catalog {
             .blocking(move |store| -> Result<(Course, Option<CourseChange>), UpdateCourseError> {
                 for _ in 0..MAX_REVISION_ATTEMPTS {
                     let current = store.find(id)?.ok_or(UpdateCourseError::NotFound { id })?;
+                    if let Some(expected) = expected_version.filter(|expected| *expected != current.version()) {
+                        return Err(UpdateCourseError::StaleVersion { id, expected, current: current.version() });
+                    }
                     let next = match current.with_changes(&changes, OffsetDateTime::now_utc()) {
                         Err(ChangeRefusal::Archived) => return Err(UpdateCourseError::Archived { id }),
                         Ok(None) => return Ok((current, None)),
@@ -235,10 +272,21 @@ impl Catalog {
     /// # Errors
     /// [`ArchiveCourseError::NotFound`] when no course has this id.
     pub async fn archive(&self, id: CourseId) -> Result<Course, ArchiveCourseError> {
+        self.archive_if(id, None).await
+    }
+
+    /// [`Catalog::archive`], only if the course is still at `expected_version` (when given).
+    ///
+    /// # Errors
+    /// [`ArchiveCourseError::StaleVersion`] when the course is at another version; nothing changes.
+    pub async fn archive_if(&self, id: CourseId, expected_version: Option<u64>) -> Result<Course, ArchiveCourseError> {
         let (course, changed) = self
             .blocking(move |store| -> Result<(Course, bool), ArchiveCourseError> {
                 for _ in 0..MAX_REVISION_ATTEMPTS {
                     let current = store.find(id)?.ok_or(ArchiveCourseError::NotFound { id })?;
+                    if let Some(expected) = expected_version.filter(|expected| *expected != current.version()) {
+                        return Err(ArchiveCourseError::StaleVersion { id, expected, current: current.version() });
+                    }
                     let Some(next) = current.archived_at(OffsetDateTime::now_utc()) else {
                         return Ok((current, false));
                     };

@@ -394,3 +394,25 @@ async fn suggestions_rank_id_prefix_then_title_prefix_then_title_contains_and_sk
     assert!(test.catalog.suggest("\"; DROP TABLE courses; --", 100).await.expect("suggest").is_empty());
     assert!(test.catalog.suggest("a\" OR \"b", 100).await.expect("quotes are data").is_empty());
 }
+
+#[tokio::test]
+async fn a_write_that_expects_an_outdated_version_is_refused_and_changes_nothing() {
+    let test = open_catalog();
+    let created = test.catalog.create(new_course("Rust", 10)).await.expect("created");
+    let renamed = test
+        .catalog
+        .update_if(created.id(), CourseChanges { title: Some(title("Rust 2")), ..CourseChanges::default() }, Some(1))
+        .await
+        .expect("version 1 was current");
+    assert_eq!(renamed.version(), 2);
+    let stale = test
+        .catalog
+        .update_if(created.id(), CourseChanges { workload_hours: Some(hours(99)), ..CourseChanges::default() }, Some(1))
+        .await;
+    assert!(matches!(stale, Err(UpdateCourseError::StaleVersion { expected: 1, current: 2, .. })), "{stale:?}");
+    let stale = test.catalog.archive_if(created.id(), Some(1)).await;
+    assert!(matches!(stale, Err(ArchiveCourseError::StaleVersion { expected: 1, current: 2, .. })), "{stale:?}");
+    assert_eq!(test.catalog.get(created.id()).await.expect("found"), renamed, "nothing changed");
+    let archived = test.catalog.archive_if(created.id(), Some(2)).await.expect("version 2 is current");
+    assert!(archived.is_archived());
+}

@@ -13,6 +13,7 @@ const TITLE: &str = "titulo";
 const HOURS: &str = "cargaHoraria";
 const ID: &str = "id";
 const PAGE: &str = "pagina";
+const VERSION: &str = "versao";
 
 /// The Portuguese sentences explaining why a call's arguments were refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,28 +42,47 @@ pub(crate) fn create_course(arguments: &JsonObject) -> Result<NewCourse, Argumen
     }
 }
 
+/// What `atualizar_curso` asks for.
+#[derive(Debug)]
+pub(crate) struct UpdateRequest {
+    pub(crate) id: CourseId,
+    pub(crate) changes: CourseChanges,
+    pub(crate) expected_version: Option<u64>,
+}
+
 /// Reads the arguments of `atualizar_curso`. Absent and `null` optional fields mean "keep".
 ///
 /// # Errors
 /// [`ArgumentErrors`] naming every field that is missing, of the wrong type or breaks a rule.
-pub(crate) fn update_course(arguments: &JsonObject) -> Result<(CourseId, CourseChanges), ArgumentErrors> {
+pub(crate) fn update_course(arguments: &JsonObject) -> Result<UpdateRequest, ArgumentErrors> {
     let mut errors = Vec::new();
-    reject_unknown(arguments, &[ID, TITLE, HOURS], &mut errors);
+    reject_unknown(arguments, &[ID, TITLE, HOURS, VERSION], &mut errors);
     let id = required(arguments, ID, &mut errors).and_then(|value| course_id(value, &mut errors));
     let title = optional(arguments, TITLE).and_then(|value| title(value, &mut errors));
     let workload_hours = optional(arguments, HOURS).and_then(|value| hours(value, &mut errors));
+    let expected_version = optional(arguments, VERSION).and_then(|value| version(value, &mut errors));
     match id {
-        Some(id) if errors.is_empty() => Ok((id, CourseChanges { title, workload_hours })),
+        Some(id) if errors.is_empty() => {
+            Ok(UpdateRequest { id, changes: CourseChanges { title, workload_hours }, expected_version })
+        }
         _ => Err(ArgumentErrors(errors)),
     }
 }
 
-/// Reads the arguments of `arquivar_curso`.
+/// Reads the arguments of `arquivar_curso`: the id and an optional expected `versao`.
 ///
 /// # Errors
-/// [`ArgumentErrors`] when `id` is missing or not a course id, or an unknown field is present.
-pub(crate) fn archive_course(arguments: &JsonObject) -> Result<CourseId, ArgumentErrors> {
-    only_course_id(arguments)
+/// [`ArgumentErrors`] when `id` is missing or not a course id, `versao` is not a version, or an
+/// unknown field is present.
+pub(crate) fn archive_course(arguments: &JsonObject) -> Result<(CourseId, Option<u64>), ArgumentErrors> {
+    let mut errors = Vec::new();
+    reject_unknown(arguments, &[ID, VERSION], &mut errors);
+    let id = required(arguments, ID, &mut errors).and_then(|value| course_id(value, &mut errors));
+    let expected_version = optional(arguments, VERSION).and_then(|value| version(value, &mut errors));
+    match id {
+        Some(id) if errors.is_empty() => Ok((id, expected_version)),
+        _ => Err(ArgumentErrors(errors)),
+    }
 }
 
 /// Reads the arguments of `ler_curso`.
@@ -186,6 +206,15 @@ fn saturating_i64(number: f64) -> i64 {
     number as i64
 }
 
+fn version(value: &Value, errors: &mut Vec<String>) -> Option<u64> {
+    let parsed = value.as_u64().filter(|version| *version >= 1);
+    if parsed.is_none() {
+        errors
+            .push("Campo 'versao' deve ser a versão do curso que você leu (número inteiro a partir de 1).".to_owned());
+    }
+    parsed
+}
+
 fn course_id(value: &Value, errors: &mut Vec<String>) -> Option<CourseId> {
     let parsed = value.as_str().and_then(|text| CourseId::parse(text).ok());
     if parsed.is_none() {
@@ -277,10 +306,22 @@ mod tests {
     #[test]
     fn an_update_keeps_absent_and_null_fields() {
         let id = CourseId::generate();
-        let (parsed, changes) =
+        let request =
             update_course(&object(json!({"id": id.to_string(), "titulo": null, "cargaHoraria": 8}))).expect("valid");
-        assert_eq!(parsed, id);
-        assert_eq!((changes.title, changes.workload_hours.map(WorkloadHours::get)), (None, Some(8)));
+        assert_eq!((request.id, request.expected_version), (id, None));
+        assert_eq!((request.changes.title, request.changes.workload_hours.map(WorkloadHours::get)), (None, Some(8)));
+    }
+
+    #[test]
+    fn an_expected_version_must_be_a_whole_number_from_one() {
+        let id = CourseId::generate().to_string();
+        let request = update_course(&object(json!({"id": id, "cargaHoraria": 8, "versao": 3}))).expect("valid");
+        assert_eq!(request.expected_version, Some(3));
+        assert_eq!(archive_course(&object(json!({"id": id, "versao": 2}))).expect("valid").1, Some(2));
+        for version in [json!(0), json!(-1), json!(1.5), json!("2")] {
+            let message = archive_course(&object(json!({"id": id, "versao": version}))).expect_err("refused").message();
+            assert!(message.contains("'versao'"), "{version}: {message}");
+        }
     }
 
     #[test]

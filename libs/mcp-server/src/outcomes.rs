@@ -44,6 +44,9 @@ pub(crate) fn updated(outcome: Result<Course, UpdateCourseError>) -> CallToolRes
             "O curso {id} está arquivado e não pode mais ser alterado. Para oferecê-lo de novo, crie um curso novo com criar_curso."
         )),
         Err(UpdateCourseError::DuplicateTitle { title }) => refused(&duplicate_title(title.as_str())),
+        Err(UpdateCourseError::StaleVersion { id, expected, current }) => {
+            refused(&stale_version(&id.to_string(), expected, current))
+        }
         Err(UpdateCourseError::Store(error)) => internal_tool_error(&error),
     }
 }
@@ -53,6 +56,9 @@ pub(crate) fn archived(outcome: Result<Course, ArchiveCourseError>) -> CallToolR
     match outcome {
         Ok(course) => success(&course, "Curso arquivado"),
         Err(ArchiveCourseError::NotFound { id }) => refused(&not_found(&id.to_string())),
+        Err(ArchiveCourseError::StaleVersion { id, expected, current }) => {
+            refused(&stale_version(&id.to_string(), expected, current))
+        }
         Err(ArchiveCourseError::Store(error)) => internal_tool_error(&error),
     }
 }
@@ -133,6 +139,13 @@ fn duplicate_title(title: &str) -> String {
     format!(
         "Já existe um curso ativo com o título \"{title}\" (títulos são comparados sem diferenciar maiúsculas nem espaços extras). \
          Escolha outro 'titulo' ou altere o curso existente com atualizar_curso."
+    )
+}
+
+fn stale_version(id: &str, expected: u64, current: u64) -> String {
+    format!(
+        "O curso {id} está na versão {current}, não na versão {expected} informada em 'versao': ele mudou desde a sua leitura, \
+         e nada foi alterado. Leia cursos://{id} de novo e repita a alteração se ainda fizer sentido."
     )
 }
 

@@ -156,7 +156,7 @@ impl CursosServer {
 
     /// Altera um curso ativo: informe o id e ao menos um dos campos titulo e cargaHoraria; os campos omitidos ficam como estão.
     /// Recusa (isError) curso inexistente ou arquivado, nada a alterar, título repetido de outro curso ativo e valores fora das regras.
-    /// Devolve o curso como ficou.
+    /// Devolve o curso como ficou. Para não sobrescrever a alteração de outra pessoa, informe em versao a versão que você leu: se o curso mudou desde então, nada é alterado.
     #[tool(
         name = "atualizar_curso",
         title = "Atualizar curso",
@@ -166,14 +166,16 @@ impl CursosServer {
     )]
     async fn update_course(&self, raw_arguments: JsonObject) -> CallToolResult {
         match arguments::update_course(&raw_arguments) {
-            Ok((id, changes)) => outcomes::updated(self.state.catalog.update(id, changes).await),
+            Ok(request) => outcomes::updated(
+                self.state.catalog.update_if(request.id, request.changes, request.expected_version).await,
+            ),
             Err(errors) => outcomes::refused(&errors.message()),
         }
     }
 
     /// Arquiva um curso: ele sai do catálogo (cursos://catalogo), continua legível em cursos://<id> e não pode mais ser alterado.
     /// Não há como desarquivar. Arquivar um curso já arquivado não muda nada e é aceito.
-    /// Recusa (isError) id inexistente. Devolve o curso arquivado.
+    /// Recusa (isError) id inexistente, ou versao diferente da atual (o curso mudou desde a sua leitura). Devolve o curso arquivado.
     #[tool(
         name = "arquivar_curso",
         title = "Arquivar curso",
@@ -183,7 +185,7 @@ impl CursosServer {
     )]
     async fn archive_course(&self, raw_arguments: JsonObject) -> CallToolResult {
         match arguments::archive_course(&raw_arguments) {
-            Ok(id) => outcomes::archived(self.state.catalog.archive(id).await),
+            Ok((id, expected_version)) => outcomes::archived(self.state.catalog.archive_if(id, expected_version).await),
             Err(errors) => outcomes::refused(&errors.message()),
         }
     }

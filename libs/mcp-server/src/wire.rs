@@ -157,6 +157,9 @@ pub(crate) struct UpdateCourseArguments {
     #[serde(rename = "cargaHoraria")]
     #[schemars(range(min = 1, max = 1000))]
     carga_horaria: Option<i64>,
+    /// Versão do curso que você leu (opcional; o campo `versao` do curso). Se o curso estiver em outra versão, nada é alterado.
+    #[schemars(range(min = 1))]
+    versao: Option<u64>,
 }
 
 /// Arguments of `listar_cursos` (schema only).
@@ -186,6 +189,9 @@ pub(crate) struct ArchiveCourseArguments {
     /// Id (UUID) do curso a arquivar.
     #[schemars(extend("format" = "uuid"))]
     id: String,
+    /// Versão do curso que você leu (opcional; o campo `versao` do curso). Se o curso estiver em outra versão, nada é alterado.
+    #[schemars(range(min = 1))]
+    versao: Option<u64>,
 }
 
 /// Arguments of the `criar-curso` prompt, read leniently: [`crate::prompts`] checks them and

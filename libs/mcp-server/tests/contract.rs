@@ -809,3 +809,26 @@ async fn read_only_tools_mirror_the_resources_only_when_enabled() {
         assert_refused(&harness.call("listar_cursos", json!({"pagina": "lixo"})).await, "'pagina'");
     }
 }
+
+#[tokio::test]
+async fn a_write_with_an_outdated_versao_is_refused_with_the_current_version_and_changes_nothing() {
+    for era in ERAS {
+        let harness = connect(era).await;
+        let created = harness.create("Rust", 10).await;
+        let renamed =
+            harness.call("atualizar_curso", json!({"id": created["id"], "titulo": "Rust 2", "versao": 1})).await;
+        let renamed = renamed.structured_content.expect("the expected version was current");
+        assert_eq!(renamed["versao"], 2, "{era:?}");
+        let uri = format!("cursos://{}", created["id"].as_str().expect("id"));
+        for (tool, arguments) in [
+            ("atualizar_curso", json!({"id": created["id"], "cargaHoraria": 99, "versao": 1})),
+            ("arquivar_curso", json!({"id": created["id"], "versao": 1})),
+        ] {
+            assert_refused(&harness.call(tool, arguments).await, "está na versão 2, não na versão 1");
+            assert_eq!(harness.read(&uri).await, renamed, "{era:?} {tool}: nothing changed");
+        }
+        assert_refused(&harness.call("arquivar_curso", json!({"id": created["id"], "versao": "2"})).await, "'versao'");
+        let archived = harness.call("arquivar_curso", json!({"id": created["id"], "versao": 2})).await;
+        assert_eq!(archived.structured_content.expect("archived")["arquivado"], true);
+    }
+}
