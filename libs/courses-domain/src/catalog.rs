@@ -4,8 +4,9 @@ use std::sync::Arc;
 
 use time::OffsetDateTime;
 
+use crate::IdempotencyKey;
 use crate::course::ChangeRefusal;
-use crate::store::{Replaced, WriteError};
+use crate::store::{IdempotentInsert, Replaced, WriteError};
 use crate::{
     Course, CourseChanges, CourseId, CoursePage, CourseStore, CourseTitle, NewCourse, PageCursor, PageSize, StoreError,
 };
@@ -59,6 +60,15 @@ impl CourseChange {
     }
 }
 
+/// What [`Catalog::create_idempotent`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Created {
+    /// The course created by this call or by the first call with the same key.
+    pub course: Course,
+    /// True when an earlier call with the same key created it: nothing was written now.
+    pub replayed: bool,
+}
+
 /// Told of every [`CourseChange`] once it is stored: subscriptions, caches and metrics hook in here,
 /// so the domain does not know about them.
 pub trait CatalogObserver: Send + Sync + std::fmt::Debug + 'static {
@@ -74,6 +84,12 @@ pub enum CreateCourseError {
     DuplicateTitle {
         /// The title that was asked for.
         title: CourseTitle,
+    },
+    /// The idempotency key was used before with other arguments.
+    #[error("the idempotency key {key} was used with other arguments")]
+    IdempotencyKeyReused {
+        /// The key.
+        key: IdempotencyKey,
     },
     /// The storage failed.
     #[error(transparent)]
@@ -209,6 +225,37 @@ impl Catalog {
             })
             .await??;
         self.announce(&CourseChange::Created(created.clone()));
+        Ok(created)
+    }
+
+    /// Creates an active course once per `key`: a retry with the same key and the same request
+    /// returns the course the first call created (as it is now) and writes nothing.
+    ///
+    /// # Errors
+    /// [`CreateCourseError::IdempotencyKeyReused`] when the key was used for another request;
+    /// [`CreateCourseError::DuplicateTitle`] as for [`Catalog::create`] (the key stays unused).
+    pub async fn create_idempotent(
+        &self,
+        new_course: NewCourse,
+        key: IdempotencyKey,
+    ) -> Result<Created, CreateCourseError> {
+        let title = new_course.title.clone();
+        let fingerprint = format!("{}\u{1f}{}", new_course.title.as_str(), new_course.workload_hours);
+        let course = Course::create(new_course, OffsetDateTime::now_utc());
+        let created = self
+            .blocking(move |store| -> Result<Created, CreateCourseError> {
+                match store.insert_idempotent(&course, &key, &fingerprint) {
+                    Ok(IdempotentInsert::Inserted) => Ok(Created { course, replayed: false }),
+                    Ok(IdempotentInsert::Replayed(original)) => Ok(Created { course: original, replayed: true }),
+                    Ok(IdempotentInsert::KeyReused) => Err(CreateCourseError::IdempotencyKeyReused { key }),
+                    Err(WriteError::DuplicateTitle) => Err(CreateCourseError::DuplicateTitle { title }),
+                    Err(WriteError::Store(error)) => Err(error.into()),
+                }
+            })
+            .await??;
+        if !created.replayed {
+            self.announce(&CourseChange::Created(created.course.clone()));
+        }
         Ok(created)
     }
 

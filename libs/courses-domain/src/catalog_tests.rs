@@ -416,3 +416,62 @@ async fn a_write_that_expects_an_outdated_version_is_refused_and_changes_nothing
     let archived = test.catalog.archive_if(created.id(), Some(2)).await.expect("version 2 is current");
     assert!(archived.is_archived());
 }
+
+#[tokio::test]
+async fn a_retried_creation_with_the_same_key_returns_the_first_course_and_creates_nothing() {
+    let test = open_catalog();
+    let key = crate::IdempotencyKey::parse("pedido-42").expect("key");
+    let first = test.catalog.create_idempotent(new_course("Rust", 10), key.clone()).await.expect("created");
+    assert!(!first.replayed);
+    let retry = test.catalog.create_idempotent(new_course(" Rust ", 10), key.clone()).await.expect("replayed");
+    assert!(retry.replayed);
+    assert_eq!(retry.course, first.course);
+    assert_eq!(test.catalog.count_active().await.expect("count"), 1, "the retry created nothing");
+    let other = test.catalog.create_idempotent(new_course("Rust", 11), key).await;
+    assert!(matches!(other, Err(CreateCourseError::IdempotencyKeyReused { .. })), "{other:?}");
+    assert_eq!(test.catalog.count_active().await.expect("count"), 1);
+}
+
+#[tokio::test]
+async fn a_refused_idempotent_creation_leaves_its_key_unused() {
+    let test = open_catalog();
+    test.catalog.create(new_course("Rust", 10)).await.expect("created");
+    let key = crate::IdempotencyKey::parse("k1").expect("key");
+    let refused = test.catalog.create_idempotent(new_course("rust", 10), key.clone()).await;
+    assert!(matches!(refused, Err(CreateCourseError::DuplicateTitle { .. })), "{refused:?}");
+    let created = test.catalog.create_idempotent(new_course("Go", 10), key).await.expect("the key was not consumed");
+    assert!(!created.replayed);
+}
+
+#[test]
+fn concurrent_retries_of_one_key_from_two_connections_create_one_course() {
+    let folder = tempfile::tempdir().expect("temp dir");
+    let path = folder.path().join("cursos.db");
+    let stores = [SqliteStore::open(&path).expect("open"), SqliteStore::open(&path).expect("open")];
+    for round in 0..10 {
+        let barrier = Arc::new(Barrier::new(2));
+        let key = crate::IdempotencyKey::parse(&format!("chave-{round}")).expect("key");
+        let outcomes: Vec<_> = stores
+            .iter()
+            .map(|store| {
+                let catalog = Catalog::new(store.clone());
+                let barrier = Arc::clone(&barrier);
+                let (course, key) = (new_course(&format!("Curso {round}"), 10), key.clone());
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()
+                        .expect("runtime")
+                        .block_on(catalog.create_idempotent(course, key))
+                })
+            })
+            .collect::<Vec<_>>()
+            .into_iter()
+            .map(|thread| thread.join().expect("thread").expect("both calls succeed"))
+            .collect();
+        assert_eq!(outcomes[0].course, outcomes[1].course, "round {round}: the same course");
+        assert_eq!(outcomes.iter().filter(|created| created.replayed).count(), 1, "round {round}");
+    }
+    assert_eq!(stores[0].count_active().expect("count"), 10);
+}

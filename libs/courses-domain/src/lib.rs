@@ -14,6 +14,7 @@ mod catalog;
 mod course;
 mod course_id;
 mod course_title;
+mod idempotency_key;
 mod page;
 mod sqlite;
 mod store;
@@ -23,13 +24,15 @@ mod workload_hours;
 mod catalog_tests;
 
 pub use catalog::{
-    ArchiveCourseError, Catalog, CatalogObserver, CourseChange, CreateCourseError, GetCourseError, UpdateCourseError,
+    ArchiveCourseError, Catalog, CatalogObserver, CourseChange, CreateCourseError, Created, GetCourseError,
+    UpdateCourseError,
 };
 pub use course::{Course, CourseChanges, NewCourse};
 pub use course_id::{CourseId, CourseIdError};
 pub use course_title::{CourseTitle, CourseTitleError, comparison_key_of};
+pub use idempotency_key::{IdempotencyKey, IdempotencyKeyError};
 pub use page::{CoursePage, PageCursor, PageCursorError, PageSize};
 pub use sqlite::{OpenStoreError, SqliteStore};
-pub use store::{CourseStore, Replaced, StoreError, WriteError};
+pub use store::{CourseStore, IdempotentInsert, Replaced, StoreError, WriteError};
 pub use time::OffsetDateTime;
 pub use workload_hours::{WorkloadHours, WorkloadHoursError};

@@ -16,8 +16,8 @@ use time::format_description::BorrowedFormatItem;
 use time::macros::format_description;
 use time::{OffsetDateTime, PrimitiveDateTime};
 
-use crate::store::{Replaced, WriteError};
-use crate::{Course, CourseId, CourseStore, CourseTitle, PageCursor, StoreError, WorkloadHours};
+use crate::store::{IdempotentInsert, Replaced, WriteError};
+use crate::{Course, CourseId, CourseStore, CourseTitle, IdempotencyKey, PageCursor, StoreError, WorkloadHours};
 
 const MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations");
 
@@ -46,6 +46,15 @@ mod schema {
     }
 
     diesel::table! {
+        course_creations (idempotency_key) {
+            idempotency_key -> Text,
+            fingerprint -> Text,
+            course_id -> Text,
+            created_at -> Text,
+        }
+    }
+
+    diesel::table! {
         catalog_counters (singleton) {
             singleton -> Integer,
             active_courses -> BigInt,
@@ -53,7 +62,7 @@ mod schema {
     }
 }
 
-use schema::{catalog_counters, courses};
+use schema::{catalog_counters, course_creations, courses};
 
 /// Why [`SqliteStore::open`] failed.
 #[derive(Debug, thiserror::Error)]
@@ -244,6 +253,55 @@ impl CourseStore for SqliteStore {
             .execute(&mut self.connection()?)
             .map(|_| ())
             .map_err(|error| write_error("cannot insert a course", error))
+    }
+
+    fn insert_idempotent(
+        &self,
+        course: &Course,
+        key: &IdempotencyKey,
+        fingerprint: &str,
+    ) -> Result<IdempotentInsert, WriteError> {
+        let row = CourseRow::from_course(course)?;
+        let created_at = row.created_at.clone();
+        let mut connection = self.connection()?;
+        // Immediate: the write lock is taken before the key is read, so two retries of one key
+        // cannot both find it unused.
+        let outcome = connection.immediate_transaction(|connection| {
+            let previous: Option<(String, String)> = course_creations::table
+                .find(key.as_str())
+                .select((course_creations::fingerprint, course_creations::course_id))
+                .first(connection)
+                .optional()?;
+            if let Some((previous_fingerprint, course_id)) = previous {
+                if previous_fingerprint != fingerprint {
+                    return Ok(Err(IdempotentInsert::KeyReused));
+                }
+                let original: CourseRow = courses::table
+                    .filter(courses::id.eq(course_id))
+                    .select(CourseRow::as_select())
+                    .first(connection)?;
+                return Ok(Err(IdempotentInsert::Replayed(
+                    original
+                        .into_course()
+                        .map_err(|_| DieselError::QueryBuilderError("a stored course is invalid".into()))?,
+                )));
+            }
+            diesel::insert_into(courses::table).values(&row).execute(connection)?;
+            diesel::insert_into(course_creations::table)
+                .values((
+                    course_creations::idempotency_key.eq(key.as_str()),
+                    course_creations::fingerprint.eq(fingerprint),
+                    course_creations::course_id.eq(&row.id),
+                    course_creations::created_at.eq(&created_at),
+                ))
+                .execute(connection)?;
+            Ok::<_, DieselError>(Ok(()))
+        });
+        match outcome {
+            Ok(Ok(())) => Ok(IdempotentInsert::Inserted),
+            Ok(Err(earlier)) => Ok(earlier),
+            Err(error) => Err(write_error("cannot insert a course idempotently", error)),
+        }
     }
 
     fn replace(&self, expected_version: u64, course: &Course) -> Result<Replaced, WriteError> {

@@ -52,6 +52,18 @@ pub enum Replaced {
     Stale,
 }
 
+/// The outcome of [`CourseStore::insert_idempotent`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IdempotentInsert {
+    /// The key was new: the course was stored, with the key, in one transaction.
+    Inserted,
+    /// The key was used before with the same fingerprint: nothing was written; this is the course
+    /// it created (as it is now).
+    Replayed(Course),
+    /// The key was used before with another fingerprint: nothing was written.
+    KeyReused,
+}
+
 /// Where courses are kept. Implementations are blocking; the [`Catalog`](crate::Catalog) calls
 /// them off the async runtime's worker threads.
 ///
@@ -64,6 +76,18 @@ pub trait CourseStore: Send + Sync + std::fmt::Debug + 'static {
     /// # Errors
     /// [`WriteError::DuplicateTitle`], or [`WriteError::Store`].
     fn insert(&self, course: &Course) -> Result<(), WriteError>;
+
+    /// Stores a new course under an idempotency key, unless the key was used before; `fingerprint`
+    /// identifies what was asked for. Key and course are written in one transaction.
+    ///
+    /// # Errors
+    /// [`WriteError::DuplicateTitle`] (the key stays unused), or [`WriteError::Store`].
+    fn insert_idempotent(
+        &self,
+        course: &Course,
+        key: &crate::IdempotencyKey,
+        fingerprint: &str,
+    ) -> Result<IdempotentInsert, WriteError>;
 
     /// Replaces the course with `course.id()` by `course`, only if it is still at `expected_version`.
     ///

@@ -3,7 +3,9 @@
 //! Every refusal is a Portuguese sentence that names the field and the rule, so a model can
 //! correct its call. All problems of one call are reported together.
 
-use courses_domain::{CourseChanges, CourseId, CourseTitle, CourseTitleError, NewCourse, PageCursor, WorkloadHours};
+use courses_domain::{
+    CourseChanges, CourseId, CourseTitle, CourseTitleError, IdempotencyKey, NewCourse, PageCursor, WorkloadHours,
+};
 use rmcp::model::JsonObject;
 use serde_json::Value;
 
@@ -14,6 +16,7 @@ const HOURS: &str = "cargaHoraria";
 const ID: &str = "id";
 const PAGE: &str = "pagina";
 const VERSION: &str = "versao";
+const IDEMPOTENCY_KEY: &str = "chaveIdempotencia";
 
 /// The Portuguese sentences explaining why a call's arguments were refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,19 +30,31 @@ impl ArgumentErrors {
     }
 }
 
-/// Reads the arguments of `criar_curso`.
+/// Reads the arguments of `criar_curso`: the course, and an optional idempotency key.
 ///
 /// # Errors
 /// [`ArgumentErrors`] naming every field that is missing, of the wrong type or breaks a rule.
-pub(crate) fn create_course(arguments: &JsonObject) -> Result<NewCourse, ArgumentErrors> {
+pub(crate) fn create_course(arguments: &JsonObject) -> Result<(NewCourse, Option<IdempotencyKey>), ArgumentErrors> {
     let mut errors = Vec::new();
-    reject_unknown(arguments, &[TITLE, HOURS], &mut errors);
+    reject_unknown(arguments, &[TITLE, HOURS, IDEMPOTENCY_KEY], &mut errors);
     let title = required(arguments, TITLE, &mut errors).and_then(|value| title(value, &mut errors));
     let workload_hours = required(arguments, HOURS, &mut errors).and_then(|value| hours(value, &mut errors));
+    let key = optional(arguments, IDEMPOTENCY_KEY).and_then(|value| idempotency_key(value, &mut errors));
     match (title, workload_hours) {
-        (Some(title), Some(workload_hours)) if errors.is_empty() => Ok(NewCourse { title, workload_hours }),
+        (Some(title), Some(workload_hours)) if errors.is_empty() => Ok((NewCourse { title, workload_hours }, key)),
         _ => Err(ArgumentErrors(errors)),
     }
+}
+
+fn idempotency_key(value: &Value, errors: &mut Vec<String>) -> Option<IdempotencyKey> {
+    let parsed = value.as_str().and_then(|text| IdempotencyKey::parse(text).ok());
+    if parsed.is_none() {
+        errors.push(format!(
+            "Campo 'chaveIdempotencia' deve ser um texto de 1 a {} caracteres, sem caracteres de controle.",
+            IdempotencyKey::MAX_CHARS
+        ));
+    }
+    parsed
 }
 
 /// What `atualizar_curso` asks for.
@@ -256,13 +271,14 @@ mod tests {
 
     #[test]
     fn valid_create_arguments_become_domain_values() {
-        let new_course = create_course(&object(json!({"titulo": " Rust ", "cargaHoraria": 40}))).expect("valid");
+        let (new_course, key) = create_course(&object(json!({"titulo": " Rust ", "cargaHoraria": 40}))).expect("valid");
+        assert_eq!(key, None);
         assert_eq!((new_course.title.as_str(), new_course.workload_hours.get()), ("Rust", 40));
     }
 
     #[test]
     fn a_whole_number_written_with_a_decimal_point_is_an_integer() {
-        let new_course = create_course(&object(json!({"titulo": "Rust", "cargaHoraria": 12.0}))).expect("valid");
+        let (new_course, _) = create_course(&object(json!({"titulo": "Rust", "cargaHoraria": 12.0}))).expect("valid");
         assert_eq!(new_course.workload_hours.get(), 12);
     }
 
@@ -300,7 +316,10 @@ mod tests {
     #[test]
     fn an_unknown_argument_is_refused_and_the_accepted_ones_listed() {
         let message = create_error(json!({"titulo": "Rust", "cargaHoraria": 10, "descricao": "x"}));
-        assert_eq!(message, "Argumento desconhecido: 'descricao'. Os argumentos aceitos são 'titulo', 'cargaHoraria'.");
+        assert_eq!(
+            message,
+            "Argumento desconhecido: 'descricao'. Os argumentos aceitos são 'titulo', 'cargaHoraria', 'chaveIdempotencia'."
+        );
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! - An unknown or malformed resource URI is a resource-not-found protocol error with the URI in
 //!   `data` (the SDK sends -32002 up to 2025-11-25 and -32602 from 2026-07-28).
 
-use courses_domain::{ArchiveCourseError, Course, CreateCourseError, GetCourseError, UpdateCourseError};
+use courses_domain::{ArchiveCourseError, Course, CreateCourseError, Created, GetCourseError, UpdateCourseError};
 use rmcp::ErrorData as McpError;
 use rmcp::model::{CallToolResult, ContentBlock, Resource};
 use serde_json::json;
@@ -27,8 +27,30 @@ pub(crate) fn refused(message: &str) -> CallToolResult {
 pub(crate) fn created(outcome: Result<Course, CreateCourseError>) -> CallToolResult {
     match outcome {
         Ok(course) => success(&course, "Curso criado"),
-        Err(CreateCourseError::DuplicateTitle { title }) => refused(&duplicate_title(title.as_str())),
-        Err(CreateCourseError::Store(error)) => internal_tool_error(&error),
+        Err(error) => create_refusal(error),
+    }
+}
+
+/// The result of `criar_curso` with a `chaveIdempotencia`.
+pub(crate) fn created_idempotently(outcome: Result<Created, CreateCourseError>) -> CallToolResult {
+    match outcome {
+        Ok(Created { course, replayed: false }) => success(&course, "Curso criado"),
+        Ok(Created { course, replayed: true }) => {
+            success(&course, "Curso já criado antes com esta chaveIdempotencia (nada foi criado agora)")
+        }
+        Err(error) => create_refusal(error),
+    }
+}
+
+fn create_refusal(error: CreateCourseError) -> CallToolResult {
+    match error {
+        CreateCourseError::DuplicateTitle { title } => refused(&duplicate_title(title.as_str())),
+        CreateCourseError::IdempotencyKeyReused { key } => refused(&format!(
+            "A chaveIdempotencia \"{}\" já foi usada para criar um curso com outros argumentos; nada foi criado. \
+             Use uma chave nova para um pedido novo.",
+            key.as_str().chars().take(40).collect::<String>()
+        )),
+        CreateCourseError::Store(error) => internal_tool_error(&error),
     }
 }
 

@@ -139,7 +139,7 @@ fn is_modern(context: &RequestContext<RoleServer>) -> bool {
 impl CursosServer {
     /// Cria um curso ativo no catálogo. Use quando o usuário pedir para cadastrar um curso novo.
     /// Recusa (isError) título vazio, com mais de 200 caracteres, com caracteres de controle ou igual ao de outro curso ativo (sem diferenciar maiúsculas nem espaços extras), e carga horária fora de 1 a 1000 horas.
-    /// Devolve o curso criado e um link para cursos://<id>.
+    /// Devolve o curso criado e um link para cursos://<id>. Para poder repetir a chamada sem risco (após um erro de rede, por exemplo), informe uma chaveIdempotencia: a mesma chave com os mesmos argumentos devolve o curso já criado, sem criar outro.
     #[tool(
         name = "criar_curso",
         title = "Criar curso",
@@ -149,7 +149,10 @@ impl CursosServer {
     )]
     async fn create_course(&self, raw_arguments: JsonObject) -> CallToolResult {
         match arguments::create_course(&raw_arguments) {
-            Ok(new_course) => outcomes::created(self.state.catalog.create(new_course).await),
+            Ok((new_course, None)) => outcomes::created(self.state.catalog.create(new_course).await),
+            Ok((new_course, Some(key))) => {
+                outcomes::created_idempotently(self.state.catalog.create_idempotent(new_course, key).await)
+            }
             Err(errors) => outcomes::refused(&errors.message()),
         }
     }

@@ -141,6 +141,10 @@ pub(crate) struct CreateCourseArguments {
     #[serde(rename = "cargaHoraria")]
     #[schemars(range(min = 1, max = 1000))]
     carga_horaria: i64,
+    /// Chave de idempotência (opcional, 1 a 200 caracteres): repetir a chamada com a mesma chave e os mesmos argumentos devolve o curso já criado, sem criar outro; a mesma chave com outros argumentos é recusada.
+    #[serde(rename = "chaveIdempotencia")]
+    #[schemars(length(min = 1, max = 200))]
+    chave_idempotencia: Option<String>,
 }
 
 /// Arguments of `atualizar_curso` (schema only).

@@ -832,3 +832,27 @@ async fn a_write_with_an_outdated_versao_is_refused_with_the_current_version_and
         assert_eq!(archived.structured_content.expect("archived")["arquivado"], true);
     }
 }
+
+#[tokio::test]
+async fn criar_curso_with_an_idempotency_key_creates_once_and_refuses_the_key_for_other_arguments() {
+    for era in ERAS {
+        let harness = connect(era).await;
+        let arguments = json!({"titulo": "Rust", "cargaHoraria": 10, "chaveIdempotencia": "pedido-1"});
+        let first = harness.call("criar_curso", arguments.clone()).await;
+        let course = first.structured_content.clone().expect("created");
+        let retry = harness.call("criar_curso", arguments).await;
+        assert_eq!(retry.is_error, Some(false), "{era:?}: {retry:?}");
+        assert_eq!(retry.structured_content, Some(course.clone()), "the same course");
+        assert!(text_of(&retry).contains("nada foi criado agora"), "{}", text_of(&retry));
+        assert_eq!(harness.catalog_total().await, 1, "{era:?}: the retry created nothing");
+        let other = harness
+            .call("criar_curso", json!({"titulo": "Go", "cargaHoraria": 10, "chaveIdempotencia": "pedido-1"}))
+            .await;
+        assert_refused(&other, "já foi usada");
+        assert_refused(
+            &harness.call("criar_curso", json!({"titulo": "Go", "cargaHoraria": 1, "chaveIdempotencia": ""})).await,
+            "'chaveIdempotencia'",
+        );
+        assert_eq!(harness.catalog_total().await, 1, "{era:?}: nothing was written");
+    }
+}
