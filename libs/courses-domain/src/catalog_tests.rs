@@ -217,6 +217,30 @@ async fn a_page_exactly_full_has_no_next_page() {
     assert_eq!((rest.courses.len(), rest.next), (1, None));
 }
 
+/// Runs `calls[i]` on `stores[i]`'s catalog, each on its own thread and runtime, released together
+/// by a barrier: two processes sharing one file, racing. Returns the outcomes in order.
+fn race<T, F>(stores: &[SqliteStore; 2], calls: [Box<dyn FnOnce(Catalog) -> F + Send>; 2]) -> Vec<T>
+where
+    T: Send + 'static,
+    F: std::future::Future<Output = T> + 'static,
+{
+    let barrier = Arc::new(Barrier::new(2));
+    let threads: Vec<_> = stores
+        .iter()
+        .zip(calls)
+        .map(|(store, call)| {
+            let catalog = Catalog::new(store.clone());
+            let barrier = Arc::clone(&barrier);
+            std::thread::spawn(move || {
+                let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+                barrier.wait();
+                runtime.block_on(call(catalog))
+            })
+        })
+        .collect();
+    threads.into_iter().map(|thread| thread.join().expect("thread")).collect()
+}
+
 #[test]
 fn two_concurrent_creates_of_the_same_title_from_two_connections_let_exactly_one_win() {
     let folder = tempfile::tempdir().expect("temp dir");
@@ -225,26 +249,13 @@ fn two_concurrent_creates_of_the_same_title_from_two_connections_let_exactly_one
     let stores = [SqliteStore::open(&path).expect("open"), SqliteStore::open(&path).expect("open")];
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
     for round in 0..20 {
-        let barrier = Arc::new(Barrier::new(2));
-        let outcomes: Vec<_> = stores
-            .iter()
-            .map(|store| {
-                let catalog = Catalog::new(store.clone());
-                let barrier = Arc::clone(&barrier);
-                let course = new_course(&format!("Concorrência {round}"), 10);
-                std::thread::spawn(move || {
-                    barrier.wait();
-                    tokio::runtime::Builder::new_current_thread()
-                        .enable_all()
-                        .build()
-                        .expect("runtime")
-                        .block_on(catalog.create(course))
-                })
-            })
-            .collect::<Vec<_>>()
-            .into_iter()
-            .map(|thread| thread.join().expect("thread"))
-            .collect();
+        let title = format!("Concorrência {round}");
+        let outcomes: Vec<_> = race(
+            &stores,
+            [title.clone(), title].map(|title| -> Box<dyn FnOnce(Catalog) -> _ + Send> {
+                Box::new(move |catalog: Catalog| async move { catalog.create(new_course(&title, 10)).await })
+            }),
+        );
         let winners = outcomes.iter().filter(|outcome| outcome.is_ok()).count();
         let duplicates =
             outcomes.iter().filter(|outcome| matches!(outcome, Err(CreateCourseError::DuplicateTitle { .. }))).count();
@@ -265,30 +276,19 @@ fn concurrent_updates_of_different_fields_lose_neither() {
         let created = runtime
             .block_on(Catalog::new(stores[0].clone()).create(new_course(&format!("Curso {round}"), 10)))
             .expect("created");
-        let barrier = Arc::new(Barrier::new(2));
         let changes = [
             CourseChanges { title: Some(title(&format!("Renomeado {round}"))), ..CourseChanges::default() },
             CourseChanges { workload_hours: Some(hours(99)), ..CourseChanges::default() },
         ];
-        let threads: Vec<_> = stores
-            .iter()
-            .zip(changes)
-            .map(|(store, change)| {
-                let catalog = Catalog::new(store.clone());
-                let barrier = Arc::clone(&barrier);
-                let id = created.id();
-                std::thread::spawn(move || {
-                    barrier.wait();
-                    tokio::runtime::Builder::new_current_thread()
-                        .enable_all()
-                        .build()
-                        .expect("runtime")
-                        .block_on(catalog.update(id, change))
-                })
-            })
-            .collect();
-        for thread in threads {
-            thread.join().expect("thread").expect("update accepted");
+        let id = created.id();
+        let outcomes = race(
+            &stores,
+            changes.map(|change| -> Box<dyn FnOnce(Catalog) -> _ + Send> {
+                Box::new(move |catalog: Catalog| async move { catalog.update(id, change).await })
+            }),
+        );
+        for outcome in outcomes {
+            outcome.expect("update accepted");
         }
         let after = runtime.block_on(Catalog::new(stores[1].clone()).get(created.id())).expect("found");
         assert_eq!(
@@ -449,27 +449,19 @@ fn concurrent_retries_of_one_key_from_two_connections_create_one_course() {
     let path = folder.path().join("cursos.db");
     let stores = [SqliteStore::open(&path).expect("open"), SqliteStore::open(&path).expect("open")];
     for round in 0..10 {
-        let barrier = Arc::new(Barrier::new(2));
         let key = crate::IdempotencyKey::parse(&format!("chave-{round}")).expect("key");
-        let outcomes: Vec<_> = stores
-            .iter()
-            .map(|store| {
-                let catalog = Catalog::new(store.clone());
-                let barrier = Arc::clone(&barrier);
-                let (course, key) = (new_course(&format!("Curso {round}"), 10), key.clone());
-                std::thread::spawn(move || {
-                    barrier.wait();
-                    tokio::runtime::Builder::new_current_thread()
-                        .enable_all()
-                        .build()
-                        .expect("runtime")
-                        .block_on(catalog.create_idempotent(course, key))
-                })
-            })
-            .collect::<Vec<_>>()
-            .into_iter()
-            .map(|thread| thread.join().expect("thread").expect("both calls succeed"))
-            .collect();
+        let title = format!("Curso {round}");
+        let outcomes: Vec<_> = race(
+            &stores,
+            [(title.clone(), key.clone()), (title, key)].map(|(title, key)| -> Box<dyn FnOnce(Catalog) -> _ + Send> {
+                Box::new(
+                    move |catalog: Catalog| async move { catalog.create_idempotent(new_course(&title, 10), key).await },
+                )
+            }),
+        )
+        .into_iter()
+        .map(|outcome| outcome.expect("both calls succeed"))
+        .collect();
         assert_eq!(outcomes[0].course, outcomes[1].course, "round {round}: the same course");
         assert_eq!(outcomes.iter().filter(|created| created.replayed).count(), 1, "round {round}");
     }
