@@ -11,6 +11,7 @@
 #![deny(missing_docs)]
 
 mod arguments;
+mod caller;
 mod hub;
 mod outcomes;
 mod prompts;
@@ -19,6 +20,7 @@ mod state;
 pub mod uris;
 pub mod wire;
 
+pub use caller::{Caller, Scope, UnknownScope};
 pub use hub::HubCounts;
 pub use server::{CursosServer, INSTRUCTIONS};
 pub use state::{ServerOptions, ServerState};

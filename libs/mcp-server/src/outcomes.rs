@@ -12,6 +12,7 @@ use rmcp::ErrorData as McpError;
 use rmcp::model::{CallToolResult, ContentBlock, Resource};
 use serde_json::json;
 
+use crate::caller::Caller;
 use crate::uris;
 use crate::wire::CourseJson;
 
@@ -184,4 +185,18 @@ fn error_chain(error: &(impl std::error::Error + ?Sized)) -> String {
         source = cause.source();
     }
     text
+}
+
+/// A caller whose scope does not allow writing called a tool that writes: refused before the
+/// tool runs, as a protocol error (the tool is not offered to this caller at all).
+pub(crate) fn scope_refused(tool: &str, caller: &Caller) -> McpError {
+    tracing::warn!(tool, caller = caller.name(), scope = %caller.scope(), "writing tool refused by scope");
+    McpError::invalid_params(
+        format!(
+            "A ferramenta {tool} altera o catálogo e não está disponível para esta chave (escopo {}). \
+             Use uma chave com escopo escrita.",
+            caller.scope()
+        ),
+        Some(json!({ "tool": tool, "escopo": caller.scope().as_str() })),
+    )
 }

@@ -28,6 +28,7 @@ use rmcp::model::{
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, prompt, prompt_router, tool, tool_router};
 
+use crate::caller::{Caller, Scope};
 use crate::state::ServerState;
 use crate::uris::{self, ResourceUri};
 use crate::wire::{
@@ -129,6 +130,26 @@ fn input_schema<T: rmcp::schemars::JsonSchema + 'static>() -> Arc<JsonObject> {
 
 fn output_schema<T: rmcp::schemars::JsonSchema + 'static>() -> Arc<JsonObject> {
     wire::portable_schema(&schema_for_output::<T>())
+}
+
+/// Who sends this request. Over HTTP the backend puts the authenticated [`Caller`] into the
+/// request's extensions; a request without one is read-only (fail closed). Without HTTP (stdio,
+/// in-process) the one local user has full scope.
+fn caller_of(context: &RequestContext<RoleServer>) -> Caller {
+    match context.extensions.get::<http::request::Parts>() {
+        Some(parts) => {
+            parts.extensions.get::<Caller>().cloned().unwrap_or_else(|| Caller::new(UNAUTHENTICATED, Scope::Read))
+        }
+        None => Caller::stdio(),
+    }
+}
+
+/// The name an HTTP request without an authenticated caller is treated under (read-only).
+const UNAUTHENTICATED: &str = "sem-identidade";
+
+/// True when the tool changes state: anything not annotated read-only counts as writing.
+fn is_writing(tool: &rmcp::model::Tool) -> bool {
+    tool.annotations.as_ref().and_then(|annotations| annotations.read_only_hint) != Some(true)
 }
 
 fn is_modern(context: &RequestContext<RoleServer>) -> bool {
@@ -287,6 +308,10 @@ impl ServerHandler for CursosServer {
         request: rmcp::model::CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::CallToolResponse, McpError> {
+        let caller = caller_of(&context);
+        if !caller.scope().can_write() && self.routers.tools.get(&request.name).is_some_and(is_writing) {
+            return Err(outcomes::scope_refused(&request.name, &caller));
+        }
         let tool_context = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
         self.routers.tools.call(tool_context).await
     }
@@ -296,10 +321,16 @@ impl ServerHandler for CursosServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let mut result = ListToolsResult::with_all_items(self.routers.tools.list_all());
+        let mut tools = self.routers.tools.list_all();
+        let caller = caller_of(&context);
+        if !caller.scope().can_write() {
+            tools.retain(|tool| !is_writing(tool));
+        }
+        let mut result = ListToolsResult::with_all_items(tools);
         if is_modern(&context) {
+            // The listing depends on the caller's key: never shared between callers.
             result.ttl_ms = Some(STATIC_LIST_TTL_MS);
-            result.cache_scope = Some(CacheScope::Public);
+            result.cache_scope = Some(CacheScope::Private);
         }
         Ok(result)
     }

@@ -1,0 +1,103 @@
+//! [`Caller`]: who sends a request and what they may do, as the transport established it.
+//!
+//! The server never trusts a label such as "model-controlled" for authorization: every tool call
+//! checks the caller's [`Scope`] (ADR 0017). The HTTP backend authenticates a key and puts its
+//! [`Caller`] into the request's extensions; stdio has one local user, [`Caller::stdio`].
+
+use std::fmt;
+use std::sync::Arc;
+
+/// What a caller may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Scope {
+    /// `leitura`: resources, prompts, completions, subscriptions and read-only tools. Never sees
+    /// nor calls a tool that writes.
+    Read,
+    /// `escrita`: everything.
+    Write,
+}
+
+impl Scope {
+    /// The scope's name in keys files, settings and messages: `leitura` or `escrita`.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Read => "leitura",
+            Self::Write => "escrita",
+        }
+    }
+
+    /// Parses `leitura` or `escrita` (exactly, lower case).
+    ///
+    /// # Errors
+    /// [`UnknownScope`] for anything else.
+    pub fn parse(text: &str) -> Result<Self, UnknownScope> {
+        match text {
+            "leitura" => Ok(Self::Read),
+            "escrita" => Ok(Self::Write),
+            _ => Err(UnknownScope),
+        }
+    }
+
+    /// Whether this scope may call tools that change state.
+    #[must_use]
+    pub const fn can_write(self) -> bool {
+        matches!(self, Self::Write)
+    }
+}
+
+impl fmt::Display for Scope {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Scope {
+    type Err = UnknownScope;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Self::parse(text)
+    }
+}
+
+/// A scope name other than `leitura` or `escrita`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("escopo desconhecido: use leitura ou escrita")]
+pub struct UnknownScope;
+
+/// An authenticated caller: the name recorded in a course's history and the scope checked on
+/// every call. Cheap to clone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller {
+    name: Arc<str>,
+    scope: Scope,
+}
+
+impl Caller {
+    /// The name the stdio app's single local user is recorded under.
+    pub const STDIO_NAME: &'static str = "stdio";
+
+    /// A caller named `name` (a key's name) with `scope`.
+    #[must_use]
+    pub fn new(name: impl Into<Arc<str>>, scope: Scope) -> Self {
+        Self { name: name.into(), scope }
+    }
+
+    /// The stdio app's user: whoever started the process owns the database file, so full scope.
+    #[must_use]
+    pub fn stdio() -> Self {
+        Self::new(Self::STDIO_NAME, Scope::Write)
+    }
+
+    /// The name recorded as "who" in the history.
+    #[must_use]
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// What this caller may do.
+    #[must_use]
+    pub const fn scope(&self) -> Scope {
+        self.scope
+    }
+}
