@@ -10,7 +10,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Parser;
 use courses_domain::{Catalog, SqliteStore};
-use mcp_server::{CursosServer, ServerOptions, ServerState};
+use mcp_server::{CursosServer, ServerOptions, ServerState, UnconfirmedArchive};
 use rmcp::ServiceExt;
 use tokio::io::{AsyncRead, ReadBuf};
 use tracing_subscriber::EnvFilter;
@@ -27,6 +27,11 @@ struct Settings {
     /// that give the model tools but not resources. Off by default: duplicates confuse models.
     #[arg(long, env = "RESOURCE_TOOLS", default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     resource_tools: bool,
+
+    /// What arquivar_curso does when the client cannot ask its user to confirm (no elicitation):
+    /// `refuse` (default; the model is told why) or `allow` (archive without asking).
+    #[arg(long, env = "UNCONFIRMED_ARCHIVE", default_value = "refuse", value_parser = UnconfirmedArchive::parse)]
+    unconfirmed_archive: UnconfirmedArchive,
 }
 
 #[tokio::main]
@@ -40,7 +45,11 @@ async fn main() -> anyhow::Result<()> {
 
     let store = SqliteStore::open(&settings.database_path).context("cannot open the course database")?;
     tracing::info!(database = %settings.database_path.display(), "mcp-cursos-stdio ready on stdin/stdout");
-    let options = ServerOptions { resource_tools: settings.resource_tools, legacy_subscriptions: true };
+    let options = ServerOptions {
+        resource_tools: settings.resource_tools,
+        legacy_subscriptions: true,
+        unconfirmed_archive: settings.unconfirmed_archive,
+    };
     let state = ServerState::new(Catalog::new(store), options);
     let stdin = EndOfInput::new(tokio::io::stdin(), state.clone());
     let running =

@@ -8,7 +8,8 @@ use crate::IdempotencyKey;
 use crate::course::ChangeRefusal;
 use crate::store::{IdempotentInsert, Replaced, WriteError};
 use crate::{
-    Course, CourseChanges, CourseId, CoursePage, CourseStore, CourseTitle, NewCourse, PageCursor, PageSize, StoreError,
+    Course, CourseChanges, CourseId, CoursePage, CourseStore, CourseTitle, HistoryPage, NewCourse, PageCursor,
+    PageSize, Provenance, StoreError,
 };
 
 /// How many times an update retries when another writer changed the course in between.
@@ -210,15 +211,15 @@ impl Catalog {
         .await?
     }
 
-    /// Creates an active course.
+    /// Creates an active course, recording `provenance` in its history.
     ///
     /// # Errors
     /// [`CreateCourseError::DuplicateTitle`] when an active course has the same title; nothing is written.
-    pub async fn create(&self, new_course: NewCourse) -> Result<Course, CreateCourseError> {
+    pub async fn create(&self, new_course: NewCourse, provenance: Provenance) -> Result<Course, CreateCourseError> {
         let title = new_course.title.clone();
         let course = Course::create(new_course, OffsetDateTime::now_utc());
         let created = self
-            .blocking(move |store| match store.insert(&course) {
+            .blocking(move |store| match store.insert(&course, &provenance) {
                 Ok(()) => Ok(course),
                 Err(WriteError::DuplicateTitle) => Err(CreateCourseError::DuplicateTitle { title }),
                 Err(WriteError::Store(error)) => Err(error.into()),
@@ -238,13 +239,14 @@ impl Catalog {
         &self,
         new_course: NewCourse,
         key: IdempotencyKey,
+        provenance: Provenance,
     ) -> Result<Created, CreateCourseError> {
         let title = new_course.title.clone();
         let fingerprint = format!("{}\u{1f}{}", new_course.title.as_str(), new_course.workload_hours);
         let course = Course::create(new_course, OffsetDateTime::now_utc());
         let created = self
             .blocking(move |store| -> Result<Created, CreateCourseError> {
-                match store.insert_idempotent(&course, &key, &fingerprint) {
+                match store.insert_idempotent(&course, &key, &fingerprint, &provenance) {
                     Ok(IdempotentInsert::Inserted) => Ok(Created { course, replayed: false }),
                     Ok(IdempotentInsert::Replayed(original)) => Ok(Created { course: original, replayed: true }),
                     Ok(IdempotentInsert::KeyReused) => Err(CreateCourseError::IdempotencyKeyReused { key }),
@@ -264,8 +266,13 @@ impl Catalog {
     ///
     /// # Errors
     /// [`UpdateCourseError`] naming the rule that refused; nothing is written.
-    pub async fn update(&self, id: CourseId, changes: CourseChanges) -> Result<Course, UpdateCourseError> {
-        self.update_if(id, changes, None).await
+    pub async fn update(
+        &self,
+        id: CourseId,
+        changes: CourseChanges,
+        provenance: Provenance,
+    ) -> Result<Course, UpdateCourseError> {
+        self.update_if(id, changes, None, provenance).await
     }
 
     /// [`Catalog::update`], only if the course is still at `expected_version` (when given):
@@ -278,6 +285,7 @@ impl Catalog {
         id: CourseId,
         changes: CourseChanges,
         expected_version: Option<u64>,
+        provenance: Provenance,
     ) -> Result<Course, UpdateCourseError> {
         if changes.is_empty() {
             return Err(UpdateCourseError::NothingToUpdate);
@@ -294,7 +302,7 @@ impl Catalog {
                         Ok(None) => return Ok((current, None)),
                         Ok(Some(next)) => next,
                     };
-                    match store.replace(current.version(), &next) {
+                    match store.replace(&current, &next, &provenance) {
                         Ok(Replaced::Done) => {
                             return Ok((next.clone(), Some(CourseChange::Updated { before: current, after: next })));
                         }
@@ -318,15 +326,20 @@ impl Catalog {
     ///
     /// # Errors
     /// [`ArchiveCourseError::NotFound`] when no course has this id.
-    pub async fn archive(&self, id: CourseId) -> Result<Course, ArchiveCourseError> {
-        self.archive_if(id, None).await
+    pub async fn archive(&self, id: CourseId, provenance: Provenance) -> Result<Course, ArchiveCourseError> {
+        self.archive_if(id, None, provenance).await
     }
 
     /// [`Catalog::archive`], only if the course is still at `expected_version` (when given).
     ///
     /// # Errors
     /// [`ArchiveCourseError::StaleVersion`] when the course is at another version; nothing changes.
-    pub async fn archive_if(&self, id: CourseId, expected_version: Option<u64>) -> Result<Course, ArchiveCourseError> {
+    pub async fn archive_if(
+        &self,
+        id: CourseId,
+        expected_version: Option<u64>,
+        provenance: Provenance,
+    ) -> Result<Course, ArchiveCourseError> {
         let (course, changed) = self
             .blocking(move |store| -> Result<(Course, bool), ArchiveCourseError> {
                 for _ in 0..MAX_REVISION_ATTEMPTS {
@@ -337,7 +350,7 @@ impl Catalog {
                     let Some(next) = current.archived_at(OffsetDateTime::now_utc()) else {
                         return Ok((current, false));
                     };
-                    match store.replace(current.version(), &next) {
+                    match store.replace(&current, &next, &provenance) {
                         Ok(Replaced::Done) => return Ok((next, true)),
                         Ok(Replaced::Stale) => {}
                         // Archiving only ever leaves the unique index; a duplicate here is a broken store.
@@ -362,6 +375,32 @@ impl Catalog {
     /// [`GetCourseError::NotFound`] when no course has this id.
     pub async fn get(&self, id: CourseId) -> Result<Course, GetCourseError> {
         self.blocking(move |store| store.find(id)?.ok_or(GetCourseError::NotFound { id })).await?
+    }
+
+    /// A page of a course's history (every accepted write, with who made it and how), newest
+    /// first, starting after `after` (from the newest when `None`). Archived courses have one too.
+    ///
+    /// # Errors
+    /// [`GetCourseError::NotFound`] when no course has this id.
+    pub async fn history(
+        &self,
+        id: CourseId,
+        after: Option<PageCursor>,
+        size: PageSize,
+    ) -> Result<HistoryPage, GetCourseError> {
+        self.blocking(move |store| {
+            let course = store.find(id)?.ok_or(GetCourseError::NotFound { id })?;
+            let size = usize::from(size.get());
+            let mut entries = store.history_page(&course, after, size + 1)?;
+            let next = if entries.len() > size {
+                entries.truncate(size);
+                entries.last().map(|(_, cursor)| *cursor)
+            } else {
+                None
+            };
+            Ok(HistoryPage { entries: entries.into_iter().map(|(entry, _)| entry).collect(), next })
+        })
+        .await?
     }
 
     /// A page of active courses, oldest first, starting after `after` (from the start when `None`).

@@ -14,6 +14,7 @@ mod catalog;
 mod course;
 mod course_id;
 mod course_title;
+mod history;
 mod idempotency_key;
 mod page;
 mod sqlite;
@@ -30,6 +31,7 @@ pub use catalog::{
 pub use course::{Course, CourseChanges, NewCourse};
 pub use course_id::{CourseId, CourseIdError};
 pub use course_title::{CourseTitle, CourseTitleError, comparison_key_of};
+pub use history::{HistoryEntry, HistoryPage, Provenance};
 pub use idempotency_key::{IdempotencyKey, IdempotencyKeyError};
 pub use page::{CoursePage, PageCursor, PageCursorError, PageSize};
 pub use sqlite::{OpenStoreError, SqliteStore};

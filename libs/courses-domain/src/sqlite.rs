@@ -17,7 +17,10 @@ use time::macros::format_description;
 use time::{OffsetDateTime, PrimitiveDateTime};
 
 use crate::store::{IdempotentInsert, Replaced, WriteError};
-use crate::{Course, CourseId, CourseStore, CourseTitle, IdempotencyKey, PageCursor, StoreError, WorkloadHours};
+use crate::{
+    Course, CourseId, CourseStore, CourseTitle, HistoryEntry, IdempotencyKey, PageCursor, Provenance, StoreError,
+    WorkloadHours,
+};
 
 const MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations");
 
@@ -55,6 +58,26 @@ mod schema {
     }
 
     diesel::table! {
+        course_history (seq) {
+            seq -> BigInt,
+            course_id -> Text,
+            author -> Text,
+            tool -> Text,
+            arguments -> Text,
+            before_title -> Nullable<Text>,
+            before_workload_hours -> Nullable<Integer>,
+            before_archived -> Nullable<Bool>,
+            before_version -> Nullable<BigInt>,
+            before_updated_at -> Nullable<Text>,
+            after_title -> Text,
+            after_workload_hours -> Integer,
+            after_archived -> Bool,
+            after_version -> BigInt,
+            after_updated_at -> Text,
+        }
+    }
+
+    diesel::table! {
         catalog_counters (singleton) {
             singleton -> Integer,
             active_courses -> BigInt,
@@ -62,7 +85,7 @@ mod schema {
     }
 }
 
-use schema::{catalog_counters, course_creations, courses};
+use schema::{catalog_counters, course_creations, course_history, courses};
 
 /// Why [`SqliteStore::open`] failed.
 #[derive(Debug, thiserror::Error)]
@@ -216,6 +239,125 @@ impl CourseRow {
     }
 }
 
+/// One revision of a course as the history keeps it (the fields a write can change).
+#[derive(Debug)]
+struct Snapshot {
+    title: String,
+    workload_hours: i32,
+    archived: bool,
+    version: i64,
+    updated_at: String,
+}
+
+impl Snapshot {
+    fn of(row: &CourseRow) -> Self {
+        Self {
+            title: row.title.clone(),
+            workload_hours: row.workload_hours,
+            archived: row.archived,
+            version: row.version,
+            updated_at: row.updated_at.clone(),
+        }
+    }
+
+    /// The course at this revision (id and creation time never change).
+    fn into_course(self, course: &Course) -> Result<Course, StoreError> {
+        CourseRow {
+            id: course.id().to_string(),
+            title_key: String::new(),
+            title: self.title,
+            workload_hours: self.workload_hours,
+            archived: self.archived,
+            version: self.version,
+            created_at: format_timestamp(course.created_at())?,
+            updated_at: self.updated_at,
+        }
+        .into_course()
+    }
+}
+
+#[derive(Debug, Queryable, Selectable)]
+#[diesel(table_name = course_history, check_for_backend(diesel::sqlite::Sqlite))]
+struct HistoryRow {
+    seq: i64,
+    author: String,
+    tool: String,
+    arguments: String,
+    before_title: Option<String>,
+    before_workload_hours: Option<i32>,
+    before_archived: Option<bool>,
+    before_version: Option<i64>,
+    before_updated_at: Option<String>,
+    after_title: String,
+    after_workload_hours: i32,
+    after_archived: bool,
+    after_version: i64,
+    after_updated_at: String,
+}
+
+impl HistoryRow {
+    fn into_entry(self, course: &Course) -> Result<(HistoryEntry, PageCursor), StoreError> {
+        let before = match (
+            self.before_title,
+            self.before_workload_hours,
+            self.before_archived,
+            self.before_version,
+            self.before_updated_at,
+        ) {
+            (None, None, None, None, None) => None,
+            (Some(title), Some(workload_hours), Some(archived), Some(version), Some(updated_at)) => {
+                Some(Snapshot { title, workload_hours, archived, version, updated_at }.into_course(course)?)
+            }
+            _ => return Err(StoreError::message("a stored history entry is incomplete")),
+        };
+        let after = Snapshot {
+            title: self.after_title,
+            workload_hours: self.after_workload_hours,
+            archived: self.after_archived,
+            version: self.after_version,
+            updated_at: self.after_updated_at,
+        }
+        .into_course(course)?;
+        let position = u64::try_from(self.seq).map_err(|error| StoreError::new("negative history position", error))?;
+        let entry = HistoryEntry {
+            recorded_at: after.updated_at(),
+            provenance: Provenance::new(self.author, self.tool, self.arguments),
+            before,
+            after,
+        };
+        Ok((entry, PageCursor::after_position(position)))
+    }
+}
+
+/// Appends the history entry of a write from `before` (none for a creation) to `after`.
+fn record_history(
+    connection: &mut SqliteConnection,
+    before: Option<&CourseRow>,
+    after: &CourseRow,
+    provenance: &Provenance,
+) -> Result<(), DieselError> {
+    let before = before.map(Snapshot::of);
+    diesel::insert_into(course_history::table)
+        .values((
+            course_history::course_id.eq(&after.id),
+            course_history::author.eq(provenance.author()),
+            course_history::tool.eq(provenance.tool()),
+            course_history::arguments.eq(provenance.arguments()),
+            course_history::before_title.eq(before.as_ref().map(|snapshot| snapshot.title.as_str())),
+            course_history::before_workload_hours.eq(before.as_ref().map(|snapshot| snapshot.workload_hours)),
+            course_history::before_archived.eq(before.as_ref().map(|snapshot| snapshot.archived)),
+            course_history::before_version.eq(before.as_ref().map(|snapshot| snapshot.version)),
+            course_history::before_updated_at.eq(before.as_ref().map(|snapshot| snapshot.updated_at.as_str())),
+            course_history::after_title.eq(&after.title),
+            course_history::after_workload_hours.eq(after.workload_hours),
+            course_history::after_archived.eq(after.archived),
+            course_history::after_version.eq(after.version),
+            course_history::after_updated_at.eq(&after.updated_at),
+        ))
+        .execute(connection)
+        .map(|_| ())
+}
+
 fn format_timestamp(instant: OffsetDateTime) -> Result<String, StoreError> {
     instant
         .to_offset(time::UtcOffset::UTC)
@@ -246,12 +388,13 @@ fn is_active() -> diesel::expression::SqlLiteral<diesel::sql_types::Bool> {
 }
 
 impl CourseStore for SqliteStore {
-    fn insert(&self, course: &Course) -> Result<(), WriteError> {
+    fn insert(&self, course: &Course, provenance: &Provenance) -> Result<(), WriteError> {
         let row = CourseRow::from_course(course)?;
-        diesel::insert_into(courses::table)
-            .values(&row)
-            .execute(&mut self.connection()?)
-            .map(|_| ())
+        self.connection()?
+            .immediate_transaction(|connection| {
+                diesel::insert_into(courses::table).values(&row).execute(connection)?;
+                record_history(connection, None, &row, provenance)
+            })
             .map_err(|error| write_error("cannot insert a course", error))
     }
 
@@ -260,6 +403,7 @@ impl CourseStore for SqliteStore {
         course: &Course,
         key: &IdempotencyKey,
         fingerprint: &str,
+        provenance: &Provenance,
     ) -> Result<IdempotentInsert, WriteError> {
         let row = CourseRow::from_course(course)?;
         let created_at = row.created_at.clone();
@@ -287,6 +431,7 @@ impl CourseStore for SqliteStore {
                 )));
             }
             diesel::insert_into(courses::table).values(&row).execute(connection)?;
+            record_history(connection, None, &row, provenance)?;
             diesel::insert_into(course_creations::table)
                 .values((
                     course_creations::idempotency_key.eq(key.as_str()),
@@ -304,17 +449,23 @@ impl CourseStore for SqliteStore {
         }
     }
 
-    fn replace(&self, expected_version: u64, course: &Course) -> Result<Replaced, WriteError> {
-        let row = CourseRow::from_course(course)?;
-        let expected_version =
-            i64::try_from(expected_version).map_err(|error| StoreError::new("version out of range", error))?;
-        let updated = diesel::update(courses::table)
-            .filter(courses::id.eq(&row.id))
-            .filter(courses::version.eq(expected_version))
-            .set(&row)
-            .execute(&mut self.connection()?)
-            .map_err(|error| write_error("cannot update a course", error))?;
-        Ok(if updated == 1 { Replaced::Done } else { Replaced::Stale })
+    fn replace(&self, before: &Course, after: &Course, provenance: &Provenance) -> Result<Replaced, WriteError> {
+        let before = CourseRow::from_course(before)?;
+        let row = CourseRow::from_course(after)?;
+        self.connection()?
+            .immediate_transaction(|connection| {
+                let updated = diesel::update(courses::table)
+                    .filter(courses::id.eq(&row.id))
+                    .filter(courses::version.eq(before.version))
+                    .set(&row)
+                    .execute(connection)?;
+                if updated != 1 {
+                    return Ok(Replaced::Stale);
+                }
+                record_history(connection, Some(&before), &row, provenance)?;
+                Ok(Replaced::Done)
+            })
+            .map_err(|error| write_error("cannot update a course", error))
     }
 
     fn find(&self, id: CourseId) -> Result<Option<Course>, StoreError> {
@@ -347,6 +498,27 @@ impl CourseStore for SqliteStore {
                 Ok((row.into_course()?, PageCursor::after_position(position)))
             })
             .collect()
+    }
+
+    fn history_page(
+        &self,
+        course: &Course,
+        before: Option<PageCursor>,
+        limit: usize,
+    ) -> Result<Vec<(HistoryEntry, PageCursor)>, StoreError> {
+        let limit = i64::try_from(limit).map_err(|error| StoreError::new("page size out of range", error))?;
+        let before = before
+            .map_or(Ok(i64::MAX), |cursor| i64::try_from(cursor.position()))
+            .map_err(|error| StoreError::new("cursor out of range", error))?;
+        let rows: Vec<HistoryRow> = course_history::table
+            .filter(course_history::course_id.eq(course.id().to_string()))
+            .filter(course_history::seq.lt(before))
+            .order(course_history::seq.desc())
+            .limit(limit)
+            .select(HistoryRow::as_select())
+            .load(&mut self.connection()?)
+            .map_err(|error| StoreError::new("cannot read a course's history", error))?;
+        rows.into_iter().map(|row| row.into_entry(course)).collect()
     }
 
     fn count_active(&self) -> Result<u64, StoreError> {

@@ -6,7 +6,7 @@
 
 use std::error::Error as StdError;
 
-use crate::{Course, CourseId, PageCursor};
+use crate::{Course, CourseId, HistoryEntry, PageCursor, Provenance};
 
 /// A failure of the storage itself (I/O, a corrupt file, a pool timeout): never the caller's fault.
 ///
@@ -70,12 +70,14 @@ pub enum IdempotentInsert {
 /// **Contract:** `insert` and `replace` fail with [`WriteError::DuplicateTitle`], writing nothing,
 /// when the course is active and another active course has the same
 /// [`comparison_key`](crate::CourseTitle::comparison_key), also when two writers race.
+/// Every write also appends one [`HistoryEntry`] with its [`Provenance`], in the same
+/// transaction: a change is never stored without its history, nor history without its change.
 pub trait CourseStore: Send + Sync + std::fmt::Debug + 'static {
     /// Stores a new course.
     ///
     /// # Errors
     /// [`WriteError::DuplicateTitle`], or [`WriteError::Store`].
-    fn insert(&self, course: &Course) -> Result<(), WriteError>;
+    fn insert(&self, course: &Course, provenance: &Provenance) -> Result<(), WriteError>;
 
     /// Stores a new course under an idempotency key, unless the key was used before; `fingerprint`
     /// identifies what was asked for. Key and course are written in one transaction.
@@ -87,13 +89,15 @@ pub trait CourseStore: Send + Sync + std::fmt::Debug + 'static {
         course: &Course,
         key: &crate::IdempotencyKey,
         fingerprint: &str,
+        provenance: &Provenance,
     ) -> Result<IdempotentInsert, WriteError>;
 
-    /// Replaces the course with `course.id()` by `course`, only if it is still at `expected_version`.
+    /// Replaces `before` by its next revision `after` (same id), only if the stored course is still
+    /// at `before.version()`.
     ///
     /// # Errors
     /// [`WriteError::DuplicateTitle`], or [`WriteError::Store`].
-    fn replace(&self, expected_version: u64, course: &Course) -> Result<Replaced, WriteError>;
+    fn replace(&self, before: &Course, after: &Course, provenance: &Provenance) -> Result<Replaced, WriteError>;
 
     /// The course with this id, archived or not.
     ///
@@ -107,6 +111,18 @@ pub trait CourseStore: Send + Sync + std::fmt::Debug + 'static {
     /// # Errors
     /// [`StoreError`] when the storage fails.
     fn active_page(&self, after: Option<PageCursor>, limit: usize) -> Result<Vec<(Course, PageCursor)>, StoreError>;
+
+    /// Up to `limit` history entries of `course`, newest first, older than `before` (from the
+    /// newest when `None`), each with the cursor that continues just after it.
+    ///
+    /// # Errors
+    /// [`StoreError`] when the storage fails.
+    fn history_page(
+        &self,
+        course: &Course,
+        before: Option<PageCursor>,
+        limit: usize,
+    ) -> Result<Vec<(HistoryEntry, PageCursor)>, StoreError>;
 
     /// How many courses are active. Must not grow with the catalog's size (a maintained counter).
     ///

@@ -77,8 +77,12 @@ enum Delivery {
     Stream { id: u64, sink: SubscriptionSink, updated: Vec<String>, list_changed: bool },
 }
 
+/// Every change of a course touches its resource, its history (each accepted write adds an
+/// entry) and the catalog's pages.
 fn is_affected(subscribed: &str, course_uri: &str) -> bool {
-    subscribed == course_uri || subscribed.starts_with(uris::CATALOG)
+    subscribed == course_uri
+        || subscribed.starts_with(uris::CATALOG)
+        || subscribed.strip_prefix(course_uri).is_some_and(|rest| rest.starts_with("/historico"))
 }
 
 impl SubscriptionHub {

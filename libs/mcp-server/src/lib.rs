@@ -12,6 +12,7 @@
 
 mod arguments;
 mod caller;
+mod confirmation;
 mod hub;
 mod outcomes;
 mod prompts;
@@ -23,4 +24,4 @@ pub mod wire;
 pub use caller::{Caller, Scope, UnknownScope};
 pub use hub::HubCounts;
 pub use server::{CursosServer, INSTRUCTIONS};
-pub use state::{ServerOptions, ServerState};
+pub use state::{ServerOptions, ServerState, UnconfirmedArchive};

@@ -6,34 +6,37 @@
 //! | tool (opt-in, read-only) | `listar_cursos`, `ler_curso` | the `#[tool]` methods below, hidden unless [`ServerOptions::resource_tools`](crate::ServerOptions) |
 //! | prompt | `criar-curso` | the `#[prompt]` method below |
 //! | resource | `cursos://catalogo` (and its pages) | [`ServerHandler::list_resources`], [`ServerHandler::read_resource`] |
-//! | resource template | `cursos://{uuid}` | [`ServerHandler::list_resource_templates`], [`ServerHandler::read_resource`] |
+//! | resource template | `cursos://{uuid}`, `cursos://{uuid}/historico` (and its pages) | [`ServerHandler::list_resource_templates`], [`ServerHandler::read_resource`] |
 //! | completion | `uuid` of `cursos://{uuid}`, `cargaHoraria` of `criar-curso` | [`ServerHandler::complete`] |
 //! | live updates | `resources/subscribe` (2025 era), `subscriptions/listen` (2026-07-28) | [`ServerHandler::subscribe`], [`ServerHandler::listen`] |
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use courses_domain::{Course, PageCursor, PageSize};
+use courses_domain::{ArchiveCourseError, Course, GetCourseError, PageCursor, PageSize, Provenance};
 use rmcp::handler::server::common::{schema_for_input, schema_for_output};
 use rmcp::handler::server::router::prompt::PromptRouter;
 use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::tool::InputResponses;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
-    Annotations, CacheScope, CallToolResult, CompleteRequestParams, CompleteResult, CompletionInfo, GetPromptResult,
-    Icon, Implementation, JsonObject, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, PaginatedRequestParams, PromptMessage, ProtocolVersion, ReadResourceRequestParams,
-    ReadResourceResponse, ReadResourceResult, Reference, Resource, ResourceContents, ResourceTemplate, Role,
-    ServerCapabilities, ServerConfig, SubscribeRequestParams, SubscriptionFilter, UnsubscribeRequestParams,
+    Annotations, CacheScope, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult, CompletionInfo,
+    GetPromptResult, Icon, Implementation, JsonObject, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, PromptMessage, ProtocolVersion,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Reference, Resource, ResourceContents,
+    ResourceTemplate, Role, ServerCapabilities, ServerConfig, SubscribeRequestParams, SubscriptionFilter,
+    UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, prompt, prompt_router, tool, tool_router};
 
 use crate::caller::{Caller, Scope};
+use crate::confirmation::{self, Confirmation};
 use crate::state::ServerState;
 use crate::uris::{self, ResourceUri};
 use crate::wire::{
     ArchiveCourseArguments, CatalogPageJson, CourseJson, CreateCourseArguments, CreateCoursePromptArguments,
-    ListCoursesArguments, ReadCourseArguments, UpdateCourseArguments,
+    HistoryPageJson, ListCoursesArguments, ReadCourseArguments, UpdateCourseArguments,
 };
 use crate::{arguments, outcomes, prompts, wire};
 
@@ -51,7 +54,7 @@ pub const INSTRUCTIONS: &str = "Catálogo de cursos. Leitura por recursos (sem e
 cursos://catalogo lista os cursos ativos, mais antigos primeiro, até 100 por página (siga o URI em proximaPagina); \
 cursos://{uuid} traz um curso, inclusive arquivado. Toda alteração é feita por ferramentas: criar_curso, \
 atualizar_curso (alteração parcial de titulo e/ou cargaHoraria) e arquivar_curso (tira o curso do catálogo; \
-não há exclusão). O prompt criar-curso guia o cadastro passo a passo. As regras valem no servidor, não no prompt: \
+não há exclusão; o usuário confirma antes). cursos://{uuid}/historico mostra quem alterou o curso, quando e como. O prompt criar-curso guia o cadastro passo a passo. As regras valem no servidor, não no prompt: \
 título de 1 a 200 caracteres, sem caracteres de controle e único entre os cursos ativos (sem diferenciar maiúsculas \
 nem espaços extras); carga horária inteira de 1 a 1000 horas; curso arquivado não pode ser alterado. Uma recusa \
 volta como resultado com isError e uma mensagem em português que indica o campo ou a regra a corrigir. \
@@ -144,6 +147,12 @@ fn caller_of(context: &RequestContext<RoleServer>) -> Caller {
     }
 }
 
+/// Who asked for a write, through which tool, with which arguments: recorded in the history.
+fn provenance(context: &RequestContext<RoleServer>, tool: &str, raw_arguments: &JsonObject) -> Provenance {
+    let arguments = serde_json::to_string(raw_arguments).unwrap_or_default();
+    Provenance::new(caller_of(context).name(), tool, arguments)
+}
+
 /// The name an HTTP request without an authenticated caller is treated under (read-only).
 const UNAUTHENTICATED: &str = "sem-identidade";
 
@@ -168,11 +177,12 @@ impl CursosServer {
         output_schema = output_schema::<CourseJson>(),
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false)
     )]
-    async fn create_course(&self, raw_arguments: JsonObject) -> CallToolResult {
+    async fn create_course(&self, raw_arguments: JsonObject, context: RequestContext<RoleServer>) -> CallToolResult {
+        let provenance = provenance(&context, "criar_curso", &raw_arguments);
         match arguments::create_course(&raw_arguments) {
-            Ok((new_course, None)) => outcomes::created(self.state.catalog.create(new_course).await),
+            Ok((new_course, None)) => outcomes::created(self.state.catalog.create(new_course, provenance).await),
             Ok((new_course, Some(key))) => {
-                outcomes::created_idempotently(self.state.catalog.create_idempotent(new_course, key).await)
+                outcomes::created_idempotently(self.state.catalog.create_idempotent(new_course, key, provenance).await)
             }
             Err(errors) => outcomes::refused(&errors.message()),
         }
@@ -188,10 +198,11 @@ impl CursosServer {
         output_schema = output_schema::<CourseJson>(),
         annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false)
     )]
-    async fn update_course(&self, raw_arguments: JsonObject) -> CallToolResult {
+    async fn update_course(&self, raw_arguments: JsonObject, context: RequestContext<RoleServer>) -> CallToolResult {
+        let provenance = provenance(&context, "atualizar_curso", &raw_arguments);
         match arguments::update_course(&raw_arguments) {
             Ok(request) => outcomes::updated(
-                self.state.catalog.update_if(request.id, request.changes, request.expected_version).await,
+                self.state.catalog.update_if(request.id, request.changes, request.expected_version, provenance).await,
             ),
             Err(errors) => outcomes::refused(&errors.message()),
         }
@@ -200,6 +211,7 @@ impl CursosServer {
     /// Arquiva um curso: ele sai do catálogo (cursos://catalogo), continua legível em cursos://<id> e não pode mais ser alterado.
     /// Não há como desarquivar. Arquivar um curso já arquivado não muda nada e é aceito.
     /// Recusa (isError) id inexistente, ou versao diferente da atual (o curso mudou desde a sua leitura). Devolve o curso arquivado.
+    /// O usuário confirma o arquivamento no cliente; se ele recusar ou cancelar, nada muda.
     #[tool(
         name = "arquivar_curso",
         title = "Arquivar curso",
@@ -207,11 +219,34 @@ impl CursosServer {
         output_schema = output_schema::<CourseJson>(),
         annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false)
     )]
-    async fn archive_course(&self, raw_arguments: JsonObject) -> CallToolResult {
-        match arguments::archive_course(&raw_arguments) {
-            Ok((id, expected_version)) => outcomes::archived(self.state.catalog.archive_if(id, expected_version).await),
-            Err(errors) => outcomes::refused(&errors.message()),
+    async fn archive_course(
+        &self,
+        raw_arguments: JsonObject,
+        InputResponses(responses): InputResponses,
+        context: RequestContext<RoleServer>,
+    ) -> CallToolResponse {
+        let (id, expected_version) = match arguments::archive_course(&raw_arguments) {
+            Ok(request) => request,
+            Err(errors) => return outcomes::refused(&errors.message()).into(),
+        };
+        // Refusals and no-ops need no confirmation: only a real archiving is asked about.
+        let course = match self.state.catalog.get(id).await {
+            Ok(course) => course,
+            Err(GetCourseError::NotFound { id }) => {
+                return outcomes::archived(Err(ArchiveCourseError::NotFound { id })).into();
+            }
+            Err(GetCourseError::Store(error)) => return outcomes::archived(Err(error.into())).into(),
+        };
+        let stale = expected_version.is_some_and(|expected| expected != course.version());
+        if !course.is_archived() && !stale {
+            match confirmation::confirm_archive(&self.state.options, &course, responses, &context).await {
+                Confirmation::Confirmed => {}
+                Confirmation::Ask(input_required) => return input_required.into(),
+                Confirmation::Refused(message) => return outcomes::refused(&message).into(),
+            }
         }
+        let provenance = provenance(&context, "arquivar_curso", &raw_arguments);
+        outcomes::archived(self.state.catalog.archive_if(id, expected_version, provenance).await).into()
     }
 
     /// Lista os cursos ativos, mais antigos primeiro, até 100 por página: o mesmo JSON do recurso cursos://catalogo.
@@ -390,6 +425,14 @@ impl ServerHandler for CursosServer {
                 )
                 .with_mime_type(JSON)
                 .with_icons(icons()),
+            ResourceTemplate::new(uris::HISTORY_TEMPLATE, "historico")
+                .with_title("Histórico de um curso")
+                .with_description(
+                    "Cada alteração aceita de um curso (quem, quando, ferramenta, argumentos, antes e depois), \
+                     mais recentes primeiro, até 100 por página; siga proximaPagina.",
+                )
+                .with_mime_type(JSON)
+                .with_icons(icons()),
         ]);
         if is_modern(&context) {
             result.ttl_ms = Some(STATIC_LIST_TTL_MS);
@@ -435,6 +478,16 @@ impl ServerHandler for CursosServer {
                 serde_json::to_string(&CourseJson::from_course(&course)).map_err(outcomes::internal_protocol_error)?
             }
             Some(ResourceUri::Catalog(after)) => self.catalog_page_json(after).await?,
+            Some(ResourceUri::History(id, after)) => {
+                let page = self
+                    .state
+                    .catalog
+                    .history(id, after, PageSize::default())
+                    .await
+                    .map_err(|error| outcomes::course_read_error(error, &uri))?;
+                serde_json::to_string(&HistoryPageJson::from_page(id, &page))
+                    .map_err(outcomes::internal_protocol_error)?
+            }
         };
         let mut result = ReadResourceResult::new(vec![ResourceContents::text(json, uri).with_mime_type(JSON)]);
         if is_modern(&context) {
@@ -451,7 +504,9 @@ impl ServerHandler for CursosServer {
     ) -> Result<CompleteResult, McpError> {
         let typed = request.argument.value.as_str();
         let completion = match (&request.r#ref, request.argument.name.as_str()) {
-            (Reference::Resource(template), "uuid") if template.uri == uris::COURSE_TEMPLATE => {
+            (Reference::Resource(template), "uuid")
+                if template.uri == uris::COURSE_TEMPLATE || template.uri == uris::HISTORY_TEMPLATE =>
+            {
                 let limit = CompletionInfo::MAX_VALUES;
                 let courses =
                     self.state.catalog.suggest(typed, limit + 1).await.map_err(outcomes::internal_protocol_error)?;

@@ -1,4 +1,5 @@
-//! The resource URIs of the contract: `cursos://catalogo`, its pages, and `cursos://{uuid}`.
+//! The resource URIs of the contract: `cursos://catalogo`, its pages, `cursos://{uuid}`, and
+//! `cursos://{uuid}/historico` with its pages.
 
 use courses_domain::{CourseId, PageCursor};
 
@@ -7,7 +8,12 @@ pub const CATALOG: &str = "cursos://catalogo";
 /// The template of one course's URI.
 pub const COURSE_TEMPLATE: &str = "cursos://{uuid}";
 
+/// The template of one course's history (newest first, paginated).
+pub const HISTORY_TEMPLATE: &str = "cursos://{uuid}/historico";
+
 const SCHEME: &str = "cursos://";
+const HISTORY_SUFFIX: &str = "/historico";
+const HISTORY_PAGE_MARKER: &str = "/historico?pagina=";
 const PAGE_PREFIX: &str = "cursos://catalogo?pagina=";
 
 /// A resource URI this server can read.
@@ -17,6 +23,8 @@ pub enum ResourceUri {
     Catalog(Option<PageCursor>),
     /// One course.
     Course(CourseId),
+    /// A page of one course's history: the newest entries, or the ones after a cursor.
+    History(CourseId, Option<PageCursor>),
 }
 
 impl ResourceUri {
@@ -29,11 +37,34 @@ impl ResourceUri {
         if let Some(token) = uri.strip_prefix(PAGE_PREFIX) {
             return PageCursor::parse_token(token).ok().map(|cursor| Self::Catalog(Some(cursor)));
         }
-        let id = uri.strip_prefix(SCHEME)?;
-        // One course, one URI: only the canonical lowercase form is a name.
-        let course_id = CourseId::parse(id).ok()?;
-        (course_id.to_string() == id).then_some(Self::Course(course_id))
+        let rest = uri.strip_prefix(SCHEME)?;
+        if let Some((id, token)) = rest.split_once(HISTORY_PAGE_MARKER) {
+            let cursor = PageCursor::parse_token(token).ok()?;
+            return canonical_id(id).map(|id| Self::History(id, Some(cursor)));
+        }
+        if let Some(id) = rest.strip_suffix(HISTORY_SUFFIX) {
+            return canonical_id(id).map(|id| Self::History(id, None));
+        }
+        canonical_id(rest).map(Self::Course)
     }
+}
+
+/// One course, one URI: only the canonical lowercase form is a name.
+fn canonical_id(text: &str) -> Option<CourseId> {
+    let id = CourseId::parse(text).ok()?;
+    (id.to_string() == text).then_some(id)
+}
+
+/// The URI of one course's history (its newest entries).
+#[must_use]
+pub fn history(id: CourseId) -> String {
+    format!("{SCHEME}{id}{HISTORY_SUFFIX}")
+}
+
+/// The URI of the page of `id`'s history that continues after `cursor`.
+#[must_use]
+pub fn history_page(id: CourseId, cursor: &PageCursor) -> String {
+    format!("{SCHEME}{id}{HISTORY_PAGE_MARKER}{}", cursor.to_token())
 }
 
 /// The URI of one course.
@@ -66,6 +97,14 @@ mod tests {
     }
 
     #[test]
+    fn a_history_uri_and_its_pages_round_trip() {
+        let id = CourseId::generate();
+        let cursor = PageCursor::after_position(42);
+        assert_eq!(ResourceUri::parse(&history(id)), Some(ResourceUri::History(id, None)));
+        assert_eq!(ResourceUri::parse(&history_page(id, &cursor)), Some(ResourceUri::History(id, Some(cursor))));
+    }
+
+    #[test]
     fn anything_else_is_not_a_resource_of_this_server() {
         let id = CourseId::generate();
         for uri in [
@@ -81,6 +120,12 @@ mod tests {
             format!("cursos://{}", id.to_string().to_uppercase()),
             format!("cursos://{id}/extra"),
             format!("https://{id}"),
+            format!("cursos://{id}/historico/"),
+            format!("cursos://{id}/historico?pagina="),
+            format!("cursos://{id}/historico?pagina=x"),
+            format!("cursos://{}/historico", id.to_string().to_uppercase()),
+            "cursos://catalogo/historico".to_owned(),
+            "cursos:///historico".to_owned(),
             "file:///etc/passwd".to_owned(),
         ] {
             assert_eq!(ResourceUri::parse(&uri), None, "{uri:?}");

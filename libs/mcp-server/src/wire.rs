@@ -4,7 +4,7 @@
 //! the domain by hand ([`CourseJson::from_course`]), and tool arguments are parsed field by field
 //! into domain newtypes ([`crate::arguments`]) so that every refusal names its field in Portuguese.
 
-use courses_domain::{Course, CoursePage, OffsetDateTime};
+use courses_domain::{Course, CourseId, CoursePage, HistoryEntry, HistoryPage, OffsetDateTime};
 use rmcp::schemars::{self, JsonSchema};
 use std::sync::Arc;
 
@@ -79,6 +79,66 @@ impl CatalogPageJson {
             total,
             cursos: page.courses.iter().map(CourseJson::from_course).collect(),
             proxima_pagina: page.next.map(|cursor| uris::catalog_page(&cursor)),
+        }
+    }
+}
+
+/// One page of `cursos://{uuid}/historico`: the course's accepted writes, newest first.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(title = "Histórico do curso")]
+pub struct HistoryPageJson {
+    /// O curso deste histórico (`cursos://<id>`).
+    pub curso: String,
+    /// As alterações desta página, mais recentes primeiro.
+    pub entradas: Vec<HistoryEntryJson>,
+    /// URI da página seguinte (alterações mais antigas), ou `null` na última página.
+    #[serde(rename = "proximaPagina")]
+    pub proxima_pagina: Option<String>,
+}
+
+impl HistoryPageJson {
+    /// The wire form of a page of `id`'s history.
+    #[must_use]
+    pub fn from_page(id: CourseId, page: &HistoryPage) -> Self {
+        Self {
+            curso: uris::course(id),
+            entradas: page.entries.iter().map(HistoryEntryJson::from_entry).collect(),
+            proxima_pagina: page.next.map(|cursor| uris::history_page(id, &cursor)),
+        }
+    }
+}
+
+/// One accepted write of a course.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct HistoryEntryJson {
+    /// Quando a alteração foi aceita (RFC 3339, UTC).
+    #[schemars(extend("format" = "date-time"))]
+    pub em: String,
+    /// Quem pediu: o nome da chave de API, ou `stdio`.
+    pub autor: String,
+    /// A ferramenta chamada.
+    pub ferramenta: String,
+    /// Os argumentos da chamada, como foram enviados.
+    pub argumentos: Value,
+    /// O curso antes da alteração (`null` na criação).
+    pub antes: Option<CourseJson>,
+    /// O curso depois da alteração.
+    pub depois: CourseJson,
+}
+
+impl HistoryEntryJson {
+    /// The wire form of one history entry.
+    #[must_use]
+    pub fn from_entry(entry: &HistoryEntry) -> Self {
+        let arguments = entry.provenance.arguments();
+        Self {
+            em: rfc3339(entry.recorded_at),
+            autor: entry.provenance.author().to_owned(),
+            ferramenta: entry.provenance.tool().to_owned(),
+            // Recorded as JSON text; shown as JSON (or as the text, should it ever not parse).
+            argumentos: serde_json::from_str(arguments).unwrap_or_else(|_| Value::String(arguments.to_owned())),
+            antes: entry.before.as_ref().map(CourseJson::from_course),
+            depois: CourseJson::from_course(&entry.after),
         }
     }
 }

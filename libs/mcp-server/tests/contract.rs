@@ -4,10 +4,11 @@
 
 use std::sync::Arc;
 
-use courses_domain::{Catalog, CourseTitle, NewCourse, SqliteStore, WorkloadHours};
+use courses_domain::{Catalog, CourseTitle, NewCourse, Provenance, SqliteStore, WorkloadHours};
 use mcp_server::{CursosServer, ServerOptions, ServerState};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ErrorCode, GetPromptRequestParams, PaginatedRequestParams, ProtocolVersion,
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult,
+    ElicitationAction, ErrorCode, GetPromptRequestParams, Implementation, PaginatedRequestParams, ProtocolVersion,
     ReadResourceRequestParams,
 };
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService};
@@ -24,8 +25,46 @@ enum Era {
 
 const ERAS: [Era; 2] = [Era::Initialize, Era::Discover];
 
+/// A client whose user answers every confirmation (elicitation) with `answer`, as a host with
+/// a confirmation dialog would.
+#[derive(Debug, Clone)]
+struct Answering {
+    answer: Option<ElicitationAction>,
+}
+
+impl Answering {
+    /// The user confirms everything.
+    const CONFIRMS: Self = Self { answer: Some(ElicitationAction::Accept) };
+}
+
+impl rmcp::ClientHandler for Answering {
+    fn get_info(&self) -> ClientConfig {
+        let capabilities = match self.answer {
+            Some(_) => ClientCapabilities::builder().enable_elicitation().build(),
+            None => ClientCapabilities::default(),
+        };
+        ClientConfig::new(capabilities, Implementation::new("contract-tests", "1"))
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, rmcp::ErrorData> {
+        let ElicitRequestParams::FormElicitationParams { message, requested_schema, .. } = request else {
+            panic!("only form elicitations are expected");
+        };
+        assert!(message.contains("Arquivar o curso"), "{message}");
+        assert!(serde_json::to_value(&requested_schema).expect("json")["properties"]["confirmar"].is_object());
+        let action = self.answer.clone().expect("a client without elicitation is never asked");
+        let accept = action == ElicitationAction::Accept;
+        let result = ElicitResult::new(action);
+        Ok(if accept { result.with_content(json!({"confirmar": true})) } else { result })
+    }
+}
+
 struct Harness {
-    client: RunningService<RoleClient, ()>,
+    client: RunningService<RoleClient, Answering>,
     /// The process-wide state the server uses: another client can connect to it, and its
     /// catalog seeds many courses quickly.
     state: ServerState,
@@ -41,7 +80,7 @@ async fn connect_with(era: Era, options: ServerOptions) -> Harness {
     let folder = tempfile::tempdir().expect("temp dir");
     let store = SqliteStore::open(&folder.path().join("cursos.db")).expect("store");
     let state = ServerState::new(Catalog::new(store), options);
-    let client = attach((), &state, era).await;
+    let client = attach(Answering::CONFIRMS, &state, era).await;
     Harness { client, catalog: state.catalog().clone(), state, _folder: folder }
 }
 
@@ -105,7 +144,8 @@ impl Harness {
         for number in 0..count {
             let title = CourseTitle::parse(&format!("Curso semeado {number:04}")).expect("title");
             let workload_hours = WorkloadHours::parse(10).expect("hours");
-            self.catalog.create(NewCourse { title, workload_hours }).await.expect("seeded");
+            let by = Provenance::new("semeador", "criar_curso", "{}");
+            self.catalog.create(NewCourse { title, workload_hours }, by).await.expect("seeded");
         }
     }
 }
@@ -457,9 +497,11 @@ async fn the_course_template_is_listed() {
         let harness = connect(era).await;
         let templates =
             serde_json::to_value(harness.client.list_all_resource_templates().await.expect("templates")).expect("json");
-        assert_eq!(templates.as_array().expect("array").len(), 1, "{era:?}");
+        assert_eq!(templates.as_array().expect("array").len(), 2, "{era:?}");
         assert_eq!(templates[0]["uriTemplate"], "cursos://{uuid}");
+        assert_eq!(templates[1]["uriTemplate"], "cursos://{uuid}/historico");
         assert_eq!(templates[0]["mimeType"], "application/json");
+        assert_eq!(templates[1]["mimeType"], "application/json");
     }
 }
 
