@@ -6,5 +6,6 @@ mod http_edges;
 mod live_updates;
 mod persistence;
 mod scenario;
+mod security;
 mod support;
 mod transports;

@@ -111,6 +111,28 @@ pub(crate) async fn start_backend_with(
     api_key: Option<&str>,
     environment: &[(&str, &str)],
 ) -> Backend {
+    spawn_backend(database, api_key, environment, api_key.is_none()).await
+}
+
+/// Starts the backend with `KEYS_FILE` (and the extra `environment`): no key is generated then,
+/// so [`Backend::api_key`] is empty; connect with [`Backend::client_with_key`].
+pub(crate) async fn start_backend_with_keys_file(
+    database: &Path,
+    keys_file: &Path,
+    environment: &[(&str, &str)],
+) -> Backend {
+    let keys_file = keys_file.to_str().expect("UTF-8 path");
+    let mut all = vec![("KEYS_FILE", keys_file)];
+    all.extend_from_slice(environment);
+    spawn_backend(database, None, &all, false).await
+}
+
+async fn spawn_backend(
+    database: &Path,
+    api_key: Option<&str>,
+    environment: &[(&str, &str)],
+    read_generated_key: bool,
+) -> Backend {
     let mut command = Command::new(binary("mcp-cursos-backend"));
     command
         .env_clear()
@@ -149,6 +171,7 @@ pub(crate) async fn start_backend_with(
 
     let api_key = match api_key {
         Some(key) => key.to_owned(),
+        None if !read_generated_key => String::new(),
         None => tokio::time::timeout(PATIENCE, async {
             while let Some(line) = stdout_events.recv().await {
                 if let Some(key) = line.strip_prefix("API_KEY=") {
@@ -168,6 +191,12 @@ impl Backend {
     /// An MCP client over Streamable HTTP with the Bearer key.
     pub(crate) async fn client(&self, era: Era) -> Client {
         self.client_with((), era).await
+    }
+
+    /// An MCP client over Streamable HTTP presenting `key`.
+    pub(crate) async fn client_with_key(&self, key: &str, era: Era) -> Client {
+        let config = StreamableHttpClientTransportConfig::with_uri(self.mcp_url.clone()).auth_header(key.to_owned());
+        connect_with((), StreamableHttpClientTransport::from_config(config), era).await
     }
 
     /// An MCP client with its own handler (to receive notifications).

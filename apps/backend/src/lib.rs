@@ -6,19 +6,29 @@
 //!
 //! | route | auth | what |
 //! |---|---|---|
-//! | `POST /mcp` | `Authorization: Bearer <API_KEY>` | MCP over Streamable HTTP (sessions by default, or stateless) |
+//! | `POST /mcp` | `Authorization: Bearer <key>` | MCP over Streamable HTTP (sessions by default, or stateless) |
 //! | `GET`, `DELETE /mcp` | same | the session's stream, closing a session (stateful mode; 405 when stateless) |
 //! | `GET /health` | none | liveness, open sessions and live-update listeners |
 //!
-//! Every route first passes the Host/Origin check ([`RequestGuard`]): 403 otherwise.
+//! Every route first passes the Host/Origin check ([`RequestGuard`]): 403 otherwise. Then every
+//! `/mcp` request is authenticated by the [`Keyring`] (401 otherwise), counted against its key's
+//! [`RateLimit`] when one is set (429 otherwise), and reaches rmcp carrying its
+//! [`Caller`](mcp_server::Caller) in the request extensions: the server reads the caller's scope
+//! there on every call.
 
 #![deny(missing_docs)]
 
 mod api_key;
 mod guard;
+mod key_name;
+mod keyring;
+mod keys_file;
+mod rate_limit;
 mod settings;
 
+use std::num::NonZeroU32;
 use std::sync::Arc;
+use std::time::Instant;
 
 use axum::Router;
 use axum::extract::{Request, State};
@@ -29,7 +39,7 @@ use axum::routing::get;
 use axum::serve::ListenerExt;
 use std::time::Duration;
 
-use mcp_server::{CursosServer, ServerState};
+use mcp_server::{Caller, CursosServer, Scope, ServerState};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -38,7 +48,11 @@ use tokio_util::sync::CancellationToken;
 
 pub use api_key::{ApiKey, ApiKeyError};
 pub use guard::{AllowedHostError, RequestGuard};
-pub use settings::{SessionMode, Settings};
+pub use key_name::{KeyName, KeyNameError};
+pub use keyring::{Keyring, RELOAD_INTERVAL, Reload};
+pub use keys_file::{KeyCommandError, KeyEntry, KeyHash, KeysFile, KeysFileError, LineError, create_key, revoke_key};
+pub use rate_limit::{RateLimit, RetryAfter};
+pub use settings::{Command, KeysCommand, SessionMode, Settings};
 
 /// The largest request body accepted on `/mcp` (413 beyond it).
 pub const MAX_REQUEST_BODY_BYTES: usize = 1024 * 1024;
@@ -46,15 +60,33 @@ pub const MAX_REQUEST_BODY_BYTES: usize = 1024 * 1024;
 /// What the router needs besides the server state.
 #[derive(Debug, Clone)]
 pub struct AppConfig {
-    /// The key clients must present; `None` serves `/mcp` without authentication (loopback
-    /// test suites only: the binary refuses it on any other address).
-    pub api_key: Option<ApiKey>,
+    /// Who may call `/mcp`.
+    pub access: Access,
+    /// Requests per minute allowed to each key; `None` for no limit.
+    pub rate_limit: Option<NonZeroU32>,
     /// The Host/Origin allow-list.
     pub guard: RequestGuard,
     /// Sessions or stateless (ADR 0010).
     pub session_mode: SessionMode,
     /// Idle time after which a session is closed (stateful mode).
     pub session_idle_timeout: Duration,
+}
+
+/// Who may call `/mcp`.
+#[derive(Debug, Clone)]
+pub enum Access {
+    /// Callers present one of the keyring's keys and get its name and scope.
+    Keys(Keyring),
+    /// No authentication: every request is the full-scope caller `sem-autenticacao`. Loopback
+    /// test suites only (the binary refuses it on any other address).
+    NoAuth,
+}
+
+/// What the `/mcp` gate needs: who may call, and how often.
+#[derive(Debug)]
+struct Gate {
+    access: Access,
+    rate_limit: Option<RateLimit>,
 }
 
 /// What `/health` reports besides liveness.
@@ -89,10 +121,8 @@ pub fn app(state: ServerState, config: AppConfig, shutdown: CancellationToken) -
         let service = StreamableHttpService::new(factory, Arc::new(NeverSessionManager::default()), mcp_config);
         (Router::new().nest_service("/mcp", service), None)
     };
-    let mcp_routes = match config.api_key {
-        Some(api_key) => mcp_routes.layer(middleware::from_fn_with_state(Arc::new(api_key), require_api_key)),
-        None => mcp_routes,
-    };
+    let gate = Gate { access: config.access, rate_limit: config.rate_limit.map(RateLimit::per_minute) };
+    let mcp_routes = mcp_routes.layer(middleware::from_fn_with_state(Arc::new(gate), authenticate));
     Router::new()
         .route("/health", get(health).with_state(Health { state, sessions }))
         .merge(mcp_routes)
@@ -131,18 +161,46 @@ async fn health(State(health): State<Health>) -> impl IntoResponse {
     }))
 }
 
-/// 401 with `WWW-Authenticate: Bearer` unless the request carries the API key. The key is
-/// compared in constant time and never logged.
-async fn require_api_key(State(api_key): State<Arc<ApiKey>>, request: Request, next: Next) -> Response {
-    let presented =
-        request.headers().get(header::AUTHORIZATION).map(HeaderValue::as_bytes).and_then(|value| {
-            value.get(..7).filter(|scheme| scheme.eq_ignore_ascii_case(b"bearer ")).map(|_| &value[7..])
-        });
-    match presented {
-        Some(token) if api_key.matches(token) => next.run(request).await,
-        Some(_) => unauthorized("invalid_token", "the API key is not valid"),
-        None => unauthorized("invalid_request", "missing Authorization: Bearer <API_KEY>"),
+/// The `/mcp` gate: 401 with `WWW-Authenticate: Bearer` unless the request carries an accepted
+/// key, then 429 with `Retry-After` when that key is over its rate limit; otherwise the request
+/// goes on to rmcp with its [`Caller`] in its extensions. Keys are never logged; names are.
+async fn authenticate(State(gate): State<Arc<Gate>>, mut request: Request, next: Next) -> Response {
+    let caller = match &gate.access {
+        Access::NoAuth => Caller::new(KeyName::NO_AUTH, Scope::Write),
+        Access::Keys(keyring) => {
+            let presented = request.headers().get(header::AUTHORIZATION).map(HeaderValue::as_bytes).and_then(|value| {
+                value.get(..7).filter(|scheme| scheme.eq_ignore_ascii_case(b"bearer ")).map(|_| &value[7..])
+            });
+            match presented.map(|token| keyring.authenticate(token)) {
+                Some(Some(caller)) => caller,
+                Some(None) => return unauthorized("invalid_token", "the API key is not valid"),
+                None => return unauthorized("invalid_request", "missing Authorization: Bearer <API_KEY>"),
+            }
+        }
+    };
+    if let Some(rate_limit) = &gate.rate_limit
+        && let Err(retry_after) = rate_limit.check(caller.name(), Instant::now())
+    {
+        return too_many_requests(&caller, retry_after);
     }
+    request.extensions_mut().insert(caller);
+    next.run(request).await
+}
+
+fn too_many_requests(caller: &Caller, retry_after: RetryAfter) -> Response {
+    let seconds = retry_after.seconds();
+    tracing::warn!(key = caller.name(), retry_after = seconds, "request refused by the rate limit");
+    let mut response = (
+        StatusCode::TOO_MANY_REQUESTS,
+        axum::Json(json!({
+            "error": "rate_limited",
+            "message": format!("too many requests for this key; retry after {seconds} s"),
+            "retryAfter": seconds,
+        })),
+    )
+        .into_response();
+    response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+    response
 }
 
 fn unauthorized(code: &'static str, description: &'static str) -> Response {

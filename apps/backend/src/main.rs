@@ -5,7 +5,7 @@ use std::io::{IsTerminal, Write};
 use anyhow::Context;
 use std::time::Duration;
 
-use backend::{ApiKey, AppConfig, RequestGuard, SessionMode, Settings};
+use backend::{Access, ApiKey, AppConfig, Command, Keyring, KeysCommand, RequestGuard, SessionMode, Settings};
 use clap::Parser;
 use courses_domain::{Catalog, SqliteStore};
 use mcp_server::{ServerOptions, ServerState};
@@ -21,6 +21,9 @@ async fn main() -> anyhow::Result<()> {
         .with_ansi(std::io::stderr().is_terminal())
         .init();
 
+    if let Some(Command::Keys(command)) = &settings.command {
+        return keys_command(command, settings.keys_file.as_deref());
+    }
     if settings.no_auth {
         anyhow::ensure!(
             is_loopback(&settings.host),
@@ -42,30 +45,42 @@ async fn main() -> anyhow::Result<()> {
     let address = listener.local_addr()?;
     let url = format!("http://{address}/mcp");
 
-    let api_key = match configured_key {
-        _ if settings.no_auth => {
-            tracing::warn!("NO_AUTH: /mcp answers without an API key (loopback only, for local test suites)");
-            None
+    let access = if settings.no_auth {
+        tracing::warn!("NO_AUTH: /mcp answers without an API key (loopback only, for local test suites)");
+        Access::NoAuth
+    } else {
+        let api_key = match configured_key {
+            None if settings.keys_file.is_none() => {
+                let key = ApiKey::generate().context("cannot generate an API key")?;
+                // Printed once, on stdout, for the operator; never through the log.
+                let mut stdout = std::io::stdout().lock();
+                stdout.write_all(backend::generated_key_message(&key, &url).as_bytes())?;
+                stdout.flush()?;
+                Some(key)
+            }
+            key => key,
+        };
+        let keyring = Keyring::load(api_key.as_ref(), settings.keys_file.as_deref()).context("invalid KEYS_FILE")?;
+        if keyring.is_empty() {
+            tracing::warn!("the keys file has no key yet: /mcp refuses every request until `keys create` adds one");
         }
-        Some(key) => Some(key),
-        None => {
-            let key = ApiKey::generate().context("cannot generate an API key")?;
-            // Printed once, on stdout, for the operator; never through the log.
-            let mut stdout = std::io::stdout().lock();
-            stdout.write_all(backend::generated_key_message(&key, &url).as_bytes())?;
-            stdout.flush()?;
-            Some(key)
-        }
+        tracing::info!(keys = keyring.len(), rate_limit = ?settings.rate_limit, "API keys loaded");
+        Access::Keys(keyring)
     };
 
     let options = ServerOptions {
         resource_tools: settings.resource_tools,
         legacy_subscriptions: settings.session_mode == SessionMode::Stateful,
+        unconfirmed_archive: settings.unconfirmed_archive,
     };
     let state = ServerState::new(Catalog::new(store), options);
     let shutdown = state.shutdown_token();
+    if let Access::Keys(keyring) = &access {
+        keyring.watch(backend::RELOAD_INTERVAL, shutdown.clone());
+    }
     let config = AppConfig {
-        api_key,
+        access,
+        rate_limit: settings.rate_limit,
         guard,
         session_mode: settings.session_mode,
         session_idle_timeout: Duration::from_secs(settings.session_idle_timeout),
@@ -75,6 +90,35 @@ async fn main() -> anyhow::Result<()> {
     tracing::info!(%url, session_mode = ?settings.session_mode, "mcp-cursos-backend listening");
     backend::serve(listener, router, shutdown).await.context("the HTTP server failed")?;
     tracing::info!("mcp-cursos-backend stopped");
+    Ok(())
+}
+
+/// `keys create|revoke|list`: the new key alone goes to stdout; everything else to stderr.
+fn keys_command(command: &KeysCommand, keys_file: Option<&std::path::Path>) -> anyhow::Result<()> {
+    let path = keys_file.context("set KEYS_FILE or --keys-file to the keys file to manage")?;
+    let mut stdout = std::io::stdout().lock();
+    match command {
+        KeysCommand::Create { name, scope } => {
+            let key = backend::create_key(path, name, *scope).context("cannot create the key")?;
+            stdout.write_all(format!("{}\n", key.expose()).as_bytes())?;
+            stdout.flush()?;
+            eprintln!(
+                "Key {name} ({scope}) added to {}. It is shown only now, above; a running server accepts it within a second.",
+                path.display()
+            );
+        }
+        KeysCommand::Revoke { name } => {
+            backend::revoke_key(path, name).context("cannot revoke the key")?;
+            eprintln!("Key {name} revoked in {}; a running server refuses it within a second.", path.display());
+        }
+        KeysCommand::List => {
+            let keys = backend::KeysFile::read(path).context("cannot read the keys file")?;
+            for entry in keys.entries() {
+                stdout.write_all(format!("{} {}\n", entry.name, entry.scope).as_bytes())?;
+            }
+            stdout.flush()?;
+        }
+    }
     Ok(())
 }
 

@@ -1,8 +1,12 @@
 //! [`Settings`]: the backend's configuration, from flags with the environment as fallback.
 
+use std::num::NonZeroU32;
 use std::path::PathBuf;
 
-use clap::{Parser, ValueEnum};
+use clap::{Parser, Subcommand, ValueEnum};
+use mcp_server::{Scope, UnconfirmedArchive};
+
+use crate::key_name::{KeyName, KeyNameError};
 
 /// How the HTTP transport keeps track of clients.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -15,10 +19,16 @@ pub enum SessionMode {
     Stateless,
 }
 
-/// mcp-cursos over Streamable HTTP (`POST /mcp`, `Authorization: Bearer <API_KEY>`).
+/// mcp-cursos over Streamable HTTP (`POST /mcp`, `Authorization: Bearer <key>`).
+///
+/// Without a command, serves. `keys create|revoke|list` manage the keys file.
 #[derive(Debug, Clone, Parser)]
 #[command(name = "mcp-cursos-backend", version, about, long_about = None)]
 pub struct Settings {
+    /// What to do instead of serving.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
     /// Address to listen on. Keep the loopback default unless a proxy or a real deployment needs more.
     #[arg(long, env = "HOST", default_value = "127.0.0.1")]
     pub host: String,
@@ -35,6 +45,18 @@ pub struct Settings {
     /// generated at start and printed once. Prefer the environment variable: flags show in `ps`.
     #[arg(long, env = "API_KEY", hide_env_values = true)]
     pub api_key: Option<String>,
+
+    /// File of named keys with scopes, one per line as `name scope sha256:<hex>` (only hashes of
+    /// the keys). Manage it with `keys create|revoke|list`; the server rereads it every 500 ms, so
+    /// a key added or revoked counts within a second, without a restart. May be combined with
+    /// API_KEY (one more full-scope key named `api-key`).
+    #[arg(long, env = "KEYS_FILE", global = true)]
+    pub keys_file: Option<PathBuf>,
+
+    /// Requests per minute allowed to each key (a burst of as many, then a steady rate); beyond
+    /// it, 429 with Retry-After and the request is not executed. Off when unset.
+    #[arg(long, env = "RATE_LIMIT")]
+    pub rate_limit: Option<NonZeroU32>,
 
     /// Extra host names this server answers to, comma-separated (`cursos.example.com,api.example.com:8443`).
     /// Loopback (localhost, 127.0.0.1, ::1) is always allowed; any other Host gets 403.
@@ -60,8 +82,51 @@ pub struct Settings {
     #[arg(long, env = "RESOURCE_TOOLS", default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub resource_tools: bool,
 
+    /// What arquivar_curso does when the client cannot ask its user to confirm (no elicitation,
+    /// or a stateless 2025-era connection): `refuse` (default; the model is told why) or `allow`.
+    #[arg(long, env = "UNCONFIRMED_ARCHIVE", default_value = "refuse", value_parser = UnconfirmedArchive::parse)]
+    pub unconfirmed_archive: UnconfirmedArchive,
+
     /// Serve `/mcp` without an API key. Only for local test suites (such as the MCP conformance
     /// suite): the backend refuses to start with it unless HOST is a loopback address.
     #[arg(long, env = "NO_AUTH", default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub no_auth: bool,
+}
+
+/// The commands of the binary besides serving.
+#[derive(Debug, Clone, Subcommand)]
+pub enum Command {
+    /// Manage the keys file (KEYS_FILE or --keys-file); a running server picks up changes by itself.
+    #[command(subcommand)]
+    Keys(KeysCommand),
+}
+
+/// `keys create|revoke|list`.
+#[derive(Debug, Clone, Subcommand)]
+pub enum KeysCommand {
+    /// Creates a key, prints it once on stdout (only there, only now) and appends its hash.
+    Create {
+        /// The key's name (1-64 of a-z, 0-9, '.', '_', '-'), recorded as who made each change.
+        #[arg(long, value_parser = parse_key_name)]
+        name: KeyName,
+        /// `leitura` (resources, prompts, completions; no writing tool) or `escrita` (everything).
+        #[arg(long, value_parser = parse_scope)]
+        scope: Scope,
+    },
+    /// Removes the key with this name; a running server refuses it from its next reload.
+    Revoke {
+        /// The key's name.
+        #[arg(long, value_parser = parse_key_name)]
+        name: KeyName,
+    },
+    /// Lists the keys' names and scopes (never a key nor a hash).
+    List,
+}
+
+fn parse_key_name(text: &str) -> Result<KeyName, KeyNameError> {
+    KeyName::parse_for_keys_file(text)
+}
+
+fn parse_scope(text: &str) -> Result<Scope, mcp_server::UnknownScope> {
+    Scope::parse(text)
 }

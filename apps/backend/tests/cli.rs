@@ -15,6 +15,8 @@ fn help_documents_every_setting_with_its_environment_variable() {
         ("--port", "PORT"),
         ("--database-path", "DATABASE_PATH"),
         ("--api-key", "API_KEY"),
+        ("--keys-file", "KEYS_FILE"),
+        ("--rate-limit", "RATE_LIMIT"),
         ("--allowed-hosts", "ALLOWED_HOSTS"),
         ("--allowed-origins", "ALLOWED_ORIGINS"),
         ("--session-mode", "SESSION_MODE"),

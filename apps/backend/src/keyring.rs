@@ -1,0 +1,313 @@
+//! [`Keyring`]: the keys a running server accepts, reloaded from the keys file without a restart.
+//!
+//! **Reload.** [`Keyring::watch`] rereads the keys file every [`RELOAD_INTERVAL`] on the
+//! blocking pool, and swaps in the new set when its text changed and parses. Reading a file of a
+//! few hundred bytes twice a second costs nothing, keeps file I/O off the request path and, unlike
+//! comparing modification times, never misses a change made within the file system's timestamp
+//! granularity. So a key added or revoked is accepted or refused at most [`RELOAD_INTERVAL`]
+//! (plus one read) after the file changed, with no restart.
+//!
+//! **A bad file never locks everyone out.** A file that cannot be read, does not parse, or is
+//! empty (zero bytes: what an editor's truncate-then-write shows for a moment, whereas a file made
+//! by `keys create` always has a header) leaves the previous set in force and logs one warning per
+//! distinct problem. To revoke every key, leave the file with only comments.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use mcp_server::{Caller, Scope};
+use sha2::{Digest, Sha256};
+use tokio_util::sync::CancellationToken;
+
+use crate::api_key::ApiKey;
+use crate::key_name::KeyName;
+use crate::keys_file::{KeyHash, KeysFile, KeysFileError};
+
+/// How often a running server rereads its keys file: the longest a revoked key keeps working.
+pub const RELOAD_INTERVAL: Duration = Duration::from_millis(500);
+
+/// One accepted key: the hash to compare with and the caller it authenticates as.
+#[derive(Debug)]
+struct Accepted {
+    hash: KeyHash,
+    caller: Caller,
+}
+
+/// The keys a server accepts: `API_KEY` (named `api-key`, scope `escrita`) and those of the keys
+/// file. Cheap to clone; clones share the set.
+#[derive(Debug, Clone)]
+pub struct Keyring {
+    /// The single `API_KEY`, which never changes while running.
+    fixed: Arc<Option<Accepted>>,
+    /// The keys file's set, swapped whole on reload.
+    from_file: Arc<RwLock<Arc<Vec<Accepted>>>>,
+    /// The file and what was last seen in it.
+    file: Option<Arc<std::sync::Mutex<WatchedFile>>>,
+}
+
+/// The keys file as the watcher last saw it.
+#[derive(Debug)]
+struct WatchedFile {
+    path: PathBuf,
+    /// SHA-256 of the text last read (valid or not), or of the error last reported.
+    last_seen: [u8; 32],
+}
+
+/// What [`Keyring::reload`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reload {
+    /// No keys file, or its text did not change.
+    Unchanged,
+    /// The new set is in force.
+    Replaced {
+        /// Names now accepted that were not before.
+        added: Vec<String>,
+        /// Names no longer accepted.
+        removed: Vec<String>,
+    },
+    /// The file is unusable: the previous set stays in force.
+    KeptPrevious,
+}
+
+impl Keyring {
+    /// A keyring with `api_key` (if any) and the keys of `keys_file` (if any), already read.
+    #[must_use]
+    pub fn new(api_key: Option<&ApiKey>, keys_file: Option<(PathBuf, &KeysFile)>) -> Self {
+        let fixed = api_key.map(|key| Accepted {
+            hash: KeyHash::of(key.expose().as_bytes()),
+            caller: Caller::new(KeyName::API_KEY, Scope::Write),
+        });
+        let (set, file) = match keys_file {
+            Some((path, keys)) => {
+                let last_seen = std::fs::read(&path).map(|text| digest(&text)).unwrap_or_default();
+                (accepted(keys), Some(Arc::new(std::sync::Mutex::new(WatchedFile { path, last_seen }))))
+            }
+            None => (Vec::new(), None),
+        };
+        Self { fixed: Arc::new(fixed), from_file: Arc::new(RwLock::new(Arc::new(set))), file }
+    }
+
+    /// Reads the keys file at `keys_file` (if any) and builds the keyring with it and `api_key`.
+    ///
+    /// # Errors
+    /// [`KeysFileError`] when the file cannot be read or a line is malformed: at start, a bad
+    /// file is an error (on reload, it only keeps the previous set).
+    pub fn load(api_key: Option<&ApiKey>, keys_file: Option<&Path>) -> Result<Self, KeysFileError> {
+        let keys = keys_file.map(|path| KeysFile::read(path).map(|keys| (path.to_owned(), keys))).transpose()?;
+        Ok(Self::new(api_key, keys.as_ref().map(|(path, keys)| (path.clone(), keys))))
+    }
+
+    /// The caller `presented` (the bytes after `Bearer `) authenticates as, if any.
+    ///
+    /// The presented key is hashed once and compared with every accepted hash in constant time,
+    /// without stopping at a match. Comparing hashes rather than keys means that even a timing
+    /// difference would speak of a hash of what the client sent, never of a stored key.
+    #[must_use]
+    pub fn authenticate(&self, presented: &[u8]) -> Option<Caller> {
+        let presented = KeyHash::of(presented);
+        let from_file = Arc::clone(&self.from_file.read().unwrap_or_else(std::sync::PoisonError::into_inner));
+        let mut found = None;
+        for accepted in self.fixed.iter().chain(from_file.iter()) {
+            if accepted.hash.matches(&presented) && found.is_none() {
+                found = Some(accepted.caller.clone());
+            }
+        }
+        found
+    }
+
+    /// How many keys are accepted now.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        usize::from(self.fixed.is_some())
+            + self.from_file.read().unwrap_or_else(std::sync::PoisonError::into_inner).len()
+    }
+
+    /// True when no key is accepted (a keys file with only comments and no `API_KEY`).
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Rereads the keys file (blocking I/O) and swaps in its keys if the text changed and is
+    /// valid; otherwise keeps the current set. Logs what it did, with names only.
+    pub fn reload(&self) -> Reload {
+        let Some(file) = &self.file else {
+            return Reload::Unchanged;
+        };
+        let mut file = file.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let read = std::fs::read(&file.path);
+        let seen = match &read {
+            Ok(text) => digest(text),
+            Err(error) => digest(error.to_string().as_bytes()),
+        };
+        if seen == file.last_seen {
+            return Reload::Unchanged;
+        }
+        file.last_seen = seen;
+        let kept = self.len().saturating_sub(usize::from(self.fixed.is_some()));
+        let text = match read {
+            Ok(text) if text.is_empty() => {
+                tracing::warn!(path = %file.path.display(), kept, "the keys file is empty (being written?); keeping the keys loaded before. Leave a comment line to revoke every key");
+                return Reload::KeptPrevious;
+            }
+            Ok(text) => text,
+            Err(error) => {
+                tracing::warn!(path = %file.path.display(), %error, kept, "cannot read the keys file; keeping the keys loaded before");
+                return Reload::KeptPrevious;
+            }
+        };
+        let keys = match std::str::from_utf8(&text)
+            .map_err(|_| "not UTF-8".to_owned())
+            .and_then(|text| KeysFile::parse(text).map_err(|error| error.to_string()))
+        {
+            Ok(keys) => keys,
+            Err(error) => {
+                tracing::warn!(path = %file.path.display(), %error, kept, "the keys file is not valid; keeping the keys loaded before");
+                return Reload::KeptPrevious;
+            }
+        };
+        let new_set = accepted(&keys);
+        let mut current = self.from_file.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let names = |set: &[Accepted]| set.iter().map(|accepted| accepted.caller.name().to_owned()).collect::<Vec<_>>();
+        let (old_names, new_names) = (names(&current), names(&new_set));
+        let added: Vec<String> = new_names.iter().filter(|name| !old_names.contains(name)).cloned().collect();
+        let removed: Vec<String> = old_names.iter().filter(|name| !new_names.contains(name)).cloned().collect();
+        *current = Arc::new(new_set);
+        tracing::info!(path = %file.path.display(), keys = new_names.len(), ?added, ?removed, "keys file reloaded");
+        Reload::Replaced { added, removed }
+    }
+
+    /// Calls [`Keyring::reload`] on the blocking pool every `interval` until `shutdown`.
+    pub fn watch(&self, interval: Duration, shutdown: CancellationToken) -> Option<tokio::task::JoinHandle<()>> {
+        self.file.as_ref()?;
+        let keyring = self.clone();
+        Some(tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(interval);
+            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tokio::select! {
+                    () = shutdown.cancelled() => return,
+                    _ = ticks.tick() => {}
+                }
+                let keyring = keyring.clone();
+                if let Err(error) = tokio::task::spawn_blocking(move || keyring.reload()).await {
+                    tracing::warn!(%error, "reloading the keys file failed");
+                }
+            }
+        }))
+    }
+}
+
+fn accepted(keys: &KeysFile) -> Vec<Accepted> {
+    keys.entries()
+        .iter()
+        .map(|entry| Accepted { hash: entry.hash.clone(), caller: Caller::new(entry.name.as_str(), entry.scope) })
+        .collect()
+}
+
+fn digest(bytes: &[u8]) -> [u8; 32] {
+    Sha256::digest(bytes).into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::keys_file::{create_key, revoke_key};
+
+    fn name(text: &str) -> KeyName {
+        KeyName::parse(text).expect("name")
+    }
+
+    fn keyring_for(path: &std::path::Path, api_key: Option<&ApiKey>) -> Keyring {
+        let keys = KeysFile::read(path).expect("valid file");
+        Keyring::new(api_key, Some((path.to_owned(), &keys)))
+    }
+
+    #[test]
+    fn api_key_alone_is_one_full_scope_caller_named_api_key() {
+        let api_key = ApiKey::parse("segredo-de-teste").expect("valid");
+        let keyring = Keyring::new(Some(&api_key), None);
+        assert_eq!(keyring.authenticate(b"segredo-de-teste"), Some(Caller::new("api-key", Scope::Write)));
+        assert_eq!(keyring.authenticate(b"segredo-de-testE"), None);
+        assert_eq!(keyring.authenticate(b""), None);
+        assert_eq!(keyring.len(), 1);
+        assert_eq!(keyring.reload(), Reload::Unchanged, "no file to reload");
+    }
+
+    #[test]
+    fn each_key_of_the_file_authenticates_as_its_own_name_and_scope_beside_api_key() {
+        let folder = tempfile::tempdir().expect("temp dir");
+        let path = folder.path().join("keys");
+        let reader = create_key(&path, &name("leitor"), Scope::Read).expect("created");
+        let writer = create_key(&path, &name("ci"), Scope::Write).expect("created");
+        let api_key = ApiKey::parse("segredo-de-teste").expect("valid");
+        let keyring = keyring_for(&path, Some(&api_key));
+        assert_eq!(keyring.authenticate(reader.expose().as_bytes()), Some(Caller::new("leitor", Scope::Read)));
+        assert_eq!(keyring.authenticate(writer.expose().as_bytes()), Some(Caller::new("ci", Scope::Write)));
+        assert_eq!(keyring.authenticate(b"segredo-de-teste"), Some(Caller::new("api-key", Scope::Write)));
+        assert_eq!(keyring.authenticate(b"mcp_errada"), None);
+        assert_eq!(keyring.len(), 3);
+    }
+
+    #[test]
+    fn a_key_added_or_revoked_in_the_file_counts_after_a_reload_without_a_restart() {
+        let folder = tempfile::tempdir().expect("temp dir");
+        let path = folder.path().join("keys");
+        let kept = create_key(&path, &name("ci"), Scope::Write).expect("created");
+        let keyring = keyring_for(&path, None);
+        assert_eq!(keyring.reload(), Reload::Unchanged, "nothing changed since it was read");
+
+        let added = create_key(&path, &name("novo"), Scope::Read).expect("created");
+        assert_eq!(keyring.authenticate(added.expose().as_bytes()), None, "not before the reload");
+        assert_eq!(keyring.reload(), Reload::Replaced { added: vec!["novo".to_owned()], removed: Vec::new() });
+        assert_eq!(keyring.authenticate(added.expose().as_bytes()), Some(Caller::new("novo", Scope::Read)));
+
+        revoke_key(&path, &name("novo")).expect("revoked");
+        assert_eq!(keyring.reload(), Reload::Replaced { added: Vec::new(), removed: vec!["novo".to_owned()] });
+        assert_eq!(keyring.authenticate(added.expose().as_bytes()), None);
+        assert!(keyring.authenticate(kept.expose().as_bytes()).is_some());
+        assert_eq!(keyring.reload(), Reload::Unchanged);
+    }
+
+    #[test]
+    fn a_broken_missing_or_empty_file_keeps_the_previous_keys_until_it_is_fixed() {
+        let folder = tempfile::tempdir().expect("temp dir");
+        let path = folder.path().join("keys");
+        let key = create_key(&path, &name("ci"), Scope::Write).expect("created");
+        let good = std::fs::read_to_string(&path).expect("file");
+        let keyring = keyring_for(&path, None);
+        for broken in [format!("{good}meio-escri"), String::new(), format!("{good}ci leitura sha256:00\n")] {
+            std::fs::write(&path, &broken).expect("write");
+            assert_eq!(keyring.reload(), Reload::KeptPrevious, "{broken:?}");
+            assert_eq!(keyring.reload(), Reload::Unchanged, "reported once");
+            assert!(keyring.authenticate(key.expose().as_bytes()).is_some(), "still accepted");
+        }
+        std::fs::remove_file(&path).expect("remove");
+        assert_eq!(keyring.reload(), Reload::KeptPrevious);
+        assert!(keyring.authenticate(key.expose().as_bytes()).is_some(), "still accepted");
+
+        std::fs::write(&path, "# todas revogadas\n").expect("write");
+        assert!(matches!(keyring.reload(), Reload::Replaced { .. }));
+        assert!(keyring.authenticate(key.expose().as_bytes()).is_none(), "a file with only comments revokes all");
+        assert!(keyring.is_empty());
+    }
+
+    #[tokio::test]
+    async fn the_watcher_picks_up_a_revocation_within_the_interval() {
+        let folder = tempfile::tempdir().expect("temp dir");
+        let path = folder.path().join("keys");
+        let key = create_key(&path, &name("ci"), Scope::Write).expect("created");
+        let keyring = keyring_for(&path, None);
+        let shutdown = CancellationToken::new();
+        let watcher = keyring.watch(Duration::from_millis(50), shutdown.clone()).expect("a file to watch");
+        revoke_key(&path, &name("ci")).expect("revoked");
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        while keyring.authenticate(key.expose().as_bytes()).is_some() {
+            assert!(tokio::time::Instant::now() < deadline, "never reloaded");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        shutdown.cancel();
+        watcher.await.expect("the watcher stops");
+    }
+}

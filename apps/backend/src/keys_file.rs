@@ -1,0 +1,460 @@
+//! The keys file: one API key per line as `name scope sha256:<hex>`, holding only hashes.
+//!
+//! ```text
+//! # mcp-cursos API keys: name, scope (leitura or escrita), SHA-256 of the key.
+//! painel leitura sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08
+//! ci escrita sha256:60303ae22b998861bce3b28f33eec1be758a213c86c93c076dbe9f558c11c752
+//! ```
+//!
+//! A human can read it, diff it and edit it; `#` starts a comment line. [`create_key`] and
+//! [`revoke_key`] (the `keys` commands of the binary) rewrite it atomically (temporary file, then
+//! rename), so a server reloading it never sees half a file.
+//!
+//! **Why a fast hash.** Keys made by `keys create` are 256 random bits: nobody can guess one from
+//! its SHA-256, so a slow password hash (argon2, bcrypt) would only cost time on every request
+//! without protecting anything. A leaked keys file gives no key; a leaked key is revoked by
+//! removing its line.
+
+use std::fmt;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use mcp_server::Scope;
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+use crate::api_key::ApiKey;
+use crate::key_name::{KeyName, KeyNameError};
+
+/// The SHA-256 of a key: what the keys file stores instead of the key.
+///
+/// Compared in constant time; its `Debug` is redacted and it has no `Display`, so it does not
+/// reach a log or a message either.
+#[derive(Clone)]
+pub struct KeyHash([u8; 32]);
+
+impl KeyHash {
+    const PREFIX: &'static str = "sha256:";
+
+    /// The hash of a key as presented by a client (the bytes after `Bearer `).
+    #[must_use]
+    pub fn of(key: &[u8]) -> Self {
+        Self(Sha256::digest(key).into())
+    }
+
+    /// Parses `sha256:` followed by 64 lower-case hexadecimal digits.
+    fn parse(text: &str) -> Option<Self> {
+        let hex = text.strip_prefix(Self::PREFIX)?;
+        if hex.len() != 64 {
+            return None;
+        }
+        let mut bytes = [0_u8; 32];
+        for (byte, pair) in bytes.iter_mut().zip(hex.as_bytes().chunks_exact(2)) {
+            *byte = (hex_digit(pair[0])? << 4) | hex_digit(pair[1])?;
+        }
+        Some(Self(bytes))
+    }
+
+    /// The text stored in the file.
+    fn to_file_text(&self) -> String {
+        let mut text = String::with_capacity(Self::PREFIX.len() + 64);
+        text.push_str(Self::PREFIX);
+        for byte in self.0 {
+            text.push(char::from(b"0123456789abcdef"[usize::from(byte >> 4)]));
+            text.push(char::from(b"0123456789abcdef"[usize::from(byte & 0x0f)]));
+        }
+        text
+    }
+
+    /// True when both hashes are equal, in constant time.
+    #[must_use]
+    pub fn matches(&self, other: &Self) -> bool {
+        self.0.ct_eq(&other.0).into()
+    }
+}
+
+fn hex_digit(digit: u8) -> Option<u8> {
+    match digit {
+        b'0'..=b'9' => Some(digit - b'0'),
+        b'a'..=b'f' => Some(digit - b'a' + 10),
+        _ => None,
+    }
+}
+
+impl fmt::Debug for KeyHash {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str("KeyHash(<redacted>)")
+    }
+}
+
+/// One key of the file.
+#[derive(Debug, Clone)]
+pub struct KeyEntry {
+    /// Its name: the caller's name in the history and in the logs.
+    pub name: KeyName,
+    /// What it may do.
+    pub scope: Scope,
+    /// The hash of the key.
+    pub hash: KeyHash,
+}
+
+/// What is wrong with one line of a keys file. Never quotes a hash.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LineError {
+    /// Not three fields.
+    #[error("expected `name scope sha256:<hex>` (three fields separated by spaces)")]
+    FieldCount,
+    /// The first field is not a key name.
+    #[error("invalid key name: {0}")]
+    Name(KeyNameError),
+    /// The second field is neither `leitura` nor `escrita`.
+    #[error("unknown scope {0:?}: use leitura or escrita")]
+    Scope(String),
+    /// The third field is not `sha256:` and 64 lower-case hex digits.
+    #[error("the hash must be sha256: followed by 64 lower-case hexadecimal digits")]
+    Hash,
+    /// A name already used on an earlier line.
+    #[error("the key name {0} appears twice")]
+    DuplicateName(KeyName),
+    /// The same key as an earlier line, under another name.
+    #[error("the same key is listed twice (also as {0})")]
+    DuplicateKey(KeyName),
+}
+
+/// Why a keys file cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum KeysFileError {
+    /// It cannot be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// A line is malformed.
+    #[error("line {line}: {error}")]
+    Line {
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong with it.
+        error: LineError,
+    },
+}
+
+/// The parsed content of a keys file, in file order.
+#[derive(Debug, Clone, Default)]
+pub struct KeysFile {
+    entries: Vec<KeyEntry>,
+}
+
+impl KeysFile {
+    /// The first lines of a file made by `keys create`.
+    pub const HEADER: &'static str = "# mcp-cursos API keys, one per line: name scope sha256:<hex of the key's SHA-256>.\n\
+         # scope: leitura (resources and prompts only) or escrita (everything).\n\
+         # Managed with `mcp-cursos-backend keys create|revoke|list`; a running server reloads this file.\n";
+
+    /// Parses a keys file's text.
+    ///
+    /// # Errors
+    /// [`KeysFileError::Line`] for the first malformed line, unknown scope, or repeated name or key.
+    pub fn parse(text: &str) -> Result<Self, KeysFileError> {
+        let mut entries: Vec<KeyEntry> = Vec::new();
+        for (index, line) in text.lines().enumerate() {
+            let line_error = |error| KeysFileError::Line { line: index + 1, error };
+            let Some(entry) = parse_line(line).map_err(line_error)? else {
+                continue;
+            };
+            if entries.iter().any(|earlier| earlier.name == entry.name) {
+                return Err(line_error(LineError::DuplicateName(entry.name)));
+            }
+            if let Some(earlier) = entries.iter().find(|earlier| earlier.hash.matches(&entry.hash)) {
+                return Err(line_error(LineError::DuplicateKey(earlier.name.clone())));
+            }
+            entries.push(entry);
+        }
+        Ok(Self { entries })
+    }
+
+    /// Reads and parses the file at `path`.
+    ///
+    /// # Errors
+    /// [`KeysFileError::Io`] when it cannot be read, or as [`KeysFile::parse`].
+    pub fn read(path: &Path) -> Result<Self, KeysFileError> {
+        let text = read_text(path)?;
+        Self::parse(&text)
+    }
+
+    /// The keys, in file order.
+    #[must_use]
+    pub fn entries(&self) -> &[KeyEntry] {
+        &self.entries
+    }
+}
+
+/// `Ok(None)` for a blank or comment line.
+fn parse_line(line: &str) -> Result<Option<KeyEntry>, LineError> {
+    let line = line.trim();
+    if line.is_empty() || line.starts_with('#') {
+        return Ok(None);
+    }
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    let [name, scope, hash] = fields.as_slice() else {
+        return Err(LineError::FieldCount);
+    };
+    let name = KeyName::parse_for_keys_file(name).map_err(LineError::Name)?;
+    let scope = Scope::parse(scope).map_err(|_| LineError::Scope((*scope).to_owned()))?;
+    let hash = KeyHash::parse(hash).ok_or(LineError::Hash)?;
+    Ok(Some(KeyEntry { name, scope, hash }))
+}
+
+fn read_text(path: &Path) -> Result<String, KeysFileError> {
+    std::fs::read_to_string(path).map_err(|source| KeysFileError::Io { path: path.to_owned(), source })
+}
+
+/// Why a `keys` command did nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyCommandError {
+    /// The file cannot be read, parsed or written.
+    #[error(transparent)]
+    File(#[from] KeysFileError),
+    /// `keys create` with a name already in the file.
+    #[error("a key named {0} already exists: revoke it first, or pick another name")]
+    DuplicateName(KeyName),
+    /// `keys revoke` with a name not in the file.
+    #[error("no key named {0}")]
+    UnknownName(KeyName),
+    /// No randomness for a new key.
+    #[error("cannot generate a key: {0}")]
+    Random(getrandom::Error),
+}
+
+/// Generates a key named `name` with `scope`, appends its hash to the file at `path` (created
+/// with a header when missing) and returns the key: the only time it exists outside the client.
+///
+/// # Errors
+/// [`KeyCommandError`]: the file is unreadable or malformed (it is left untouched), the name is
+/// taken, or it cannot be written.
+pub fn create_key(path: &Path, name: &KeyName, scope: Scope) -> Result<ApiKey, KeyCommandError> {
+    let mut text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => KeysFile::HEADER.to_owned(),
+        Err(source) => return Err(KeysFileError::Io { path: path.to_owned(), source }.into()),
+    };
+    let keys = KeysFile::parse(&text)?;
+    if keys.entries.iter().any(|entry| &entry.name == name) {
+        return Err(KeyCommandError::DuplicateName(name.clone()));
+    }
+    let key = ApiKey::generate().map_err(KeyCommandError::Random)?;
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push_str(&format!("{name} {scope} {}\n", KeyHash::of(key.expose().as_bytes()).to_file_text()));
+    KeysFile::parse(&text)?;
+    write_atomically(path, &text)?;
+    Ok(key)
+}
+
+/// Removes the key named `name` from the file at `path`; comments and other lines stay as they are.
+///
+/// # Errors
+/// [`KeyCommandError`]: the file is unreadable or malformed (it is left untouched), no key has
+/// that name, or it cannot be written.
+pub fn revoke_key(path: &Path, name: &KeyName) -> Result<(), KeyCommandError> {
+    let text = read_text(path)?;
+    KeysFile::parse(&text)?;
+    let mut found = false;
+    let mut kept = String::with_capacity(text.len());
+    for line in text.lines() {
+        let is_the_key = parse_line(line).ok().flatten().is_some_and(|entry| &entry.name == name);
+        if is_the_key {
+            found = true;
+        } else {
+            kept.push_str(line);
+            kept.push('\n');
+        }
+    }
+    if !found {
+        return Err(KeyCommandError::UnknownName(name.clone()));
+    }
+    write_atomically(path, &kept)?;
+    Ok(())
+}
+
+/// Writes `text` to a temporary file beside `path`, flushes it to disk, then renames it over
+/// `path`: a reader sees the old file or the new one, never a mix. The old file's permissions
+/// are kept.
+fn write_atomically(path: &Path, text: &str) -> Result<(), KeysFileError> {
+    let io_error = |source| KeysFileError::Io { path: path.to_owned(), source };
+    let file_name = path.file_name().ok_or_else(|| io_error(std::io::ErrorKind::InvalidInput.into()))?;
+    let mut temporary_name = std::ffi::OsString::from(".");
+    temporary_name.push(file_name);
+    temporary_name.push(format!(".tmp-{}", std::process::id()));
+    let temporary = path.with_file_name(temporary_name);
+    let written = (|| {
+        let mut file = std::fs::File::create(&temporary)?;
+        file.write_all(text.as_bytes())?;
+        if let Ok(metadata) = std::fs::metadata(path) {
+            file.set_permissions(metadata.permissions())?;
+        }
+        file.sync_all()?;
+        std::fs::rename(&temporary, path)
+    })();
+    if let Err(error) = written {
+        let _ = std::fs::remove_file(&temporary);
+        return Err(io_error(error));
+    }
+    // Make the rename itself durable; not every platform can open a folder, so best effort.
+    if let Some(folder) = path.parent().filter(|folder| !folder.as_os_str().is_empty())
+        && let Ok(folder) = std::fs::File::open(folder)
+    {
+        let _ = folder.sync_all();
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hash_text(key: &str) -> String {
+        KeyHash::of(key.as_bytes()).to_file_text()
+    }
+
+    fn name(text: &str) -> KeyName {
+        KeyName::parse(text).expect("name")
+    }
+
+    #[test]
+    fn the_hash_is_the_sha256_of_the_key_in_lower_case_hex() {
+        assert_eq!(hash_text("test"), "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08");
+        let parsed = KeyHash::parse(&hash_text("test")).expect("round trip");
+        assert!(parsed.matches(&KeyHash::of(b"test")));
+        assert!(!parsed.matches(&KeyHash::of(b"tesT")));
+    }
+
+    #[test]
+    fn a_hash_never_shows_in_debug_output() {
+        let debug = format!("{:?}", KeyHash::of(b"test"));
+        assert!(!debug.contains("9f86") && debug.contains("redacted"), "{debug}");
+    }
+
+    #[test]
+    fn a_file_with_comments_blank_lines_and_keys_is_read_in_order() {
+        let text = format!(
+            "# comentário\n\n  leitor leitura {}\n\tci   escrita {}  \n# fim",
+            hash_text("chave-1"),
+            hash_text("chave-2")
+        );
+        let keys = KeysFile::parse(&text).expect("valid");
+        let read: Vec<(&str, Scope)> = keys.entries().iter().map(|entry| (entry.name.as_str(), entry.scope)).collect();
+        assert_eq!(read, [("leitor", Scope::Read), ("ci", Scope::Write)]);
+        assert!(keys.entries()[1].hash.matches(&KeyHash::of(b"chave-2")));
+        assert!(KeysFile::parse("").expect("empty is valid").entries().is_empty());
+    }
+
+    #[test]
+    fn each_malformed_line_is_reported_with_its_number_and_reason() {
+        let good = hash_text("chave");
+        let cases = [
+            ("leitor leitura".to_owned(), LineError::FieldCount),
+            (format!("leitor leitura {good} extra"), LineError::FieldCount),
+            (format!("Leitor leitura {good}"), LineError::Name(KeyNameError::Character)),
+            (format!("api-key escrita {good}"), LineError::Name(KeyNameError::Reserved("api-key"))),
+            (format!("leitor admin {good}"), LineError::Scope("admin".to_owned())),
+            (format!("leitor Leitura {good}"), LineError::Scope("Leitura".to_owned())),
+            ("leitor leitura sha256:abc".to_owned(), LineError::Hash),
+            (format!("leitor leitura {}", good.to_uppercase()), LineError::Hash),
+            (format!("leitor leitura md5:{}", &good[7..]), LineError::Hash),
+        ];
+        for (line, expected) in cases {
+            let text = format!("# cabeçalho\n{line}\n");
+            match KeysFile::parse(&text) {
+                Err(KeysFileError::Line { line: 2, error }) => assert_eq!(error, expected, "{line}"),
+                other => panic!("{line}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_repeated_name_or_key_is_refused() {
+        let text = format!("a leitura {}\na escrita {}\n", hash_text("1"), hash_text("2"));
+        assert!(matches!(
+            KeysFile::parse(&text),
+            Err(KeysFileError::Line { line: 2, error: LineError::DuplicateName(_) })
+        ));
+        let text = format!("a leitura {}\nb escrita {}\n", hash_text("1"), hash_text("1"));
+        assert!(matches!(
+            KeysFile::parse(&text),
+            Err(KeysFileError::Line { line: 2, error: LineError::DuplicateKey(_) })
+        ));
+    }
+
+    #[test]
+    fn an_error_message_never_quotes_the_hash() {
+        let hash = hash_text("chave");
+        let error = KeysFile::parse(&format!("leitor admin {hash}")).expect_err("bad scope");
+        assert!(!error.to_string().contains(&hash[7..]), "{error}");
+    }
+
+    #[test]
+    fn create_appends_a_hash_and_returns_a_key_that_is_stored_nowhere() {
+        let folder = tempfile::tempdir().expect("temp dir");
+        let path = folder.path().join("keys");
+        let first = create_key(&path, &name("leitor"), Scope::Read).expect("created");
+        let second = create_key(&path, &name("ci"), Scope::Write).expect("created");
+        let text = std::fs::read_to_string(&path).expect("file");
+        assert!(text.starts_with("# mcp-cursos API keys"), "{text}");
+        assert!(!text.contains(first.expose()) && !text.contains(second.expose()), "{text}");
+        let keys = KeysFile::read(&path).expect("valid");
+        assert_eq!(keys.entries().len(), 2);
+        assert!(keys.entries()[0].hash.matches(&KeyHash::of(first.expose().as_bytes())));
+        assert_eq!(keys.entries()[1].scope, Scope::Write);
+        let leftovers: Vec<_> = std::fs::read_dir(folder.path()).expect("dir").collect();
+        assert_eq!(leftovers.len(), 1, "no temporary file left behind");
+    }
+
+    #[test]
+    fn create_refuses_a_taken_name_and_a_malformed_file_without_touching_it() {
+        let folder = tempfile::tempdir().expect("temp dir");
+        let path = folder.path().join("keys");
+        create_key(&path, &name("leitor"), Scope::Read).expect("created");
+        let before = std::fs::read_to_string(&path).expect("file");
+        assert!(matches!(create_key(&path, &name("leitor"), Scope::Write), Err(KeyCommandError::DuplicateName(_))));
+        assert_eq!(std::fs::read_to_string(&path).expect("file"), before);
+
+        std::fs::write(&path, "meio-escrit").expect("write");
+        assert!(matches!(create_key(&path, &name("outro"), Scope::Read), Err(KeyCommandError::File(_))));
+        assert_eq!(std::fs::read_to_string(&path).expect("file"), "meio-escrit");
+    }
+
+    #[test]
+    fn revoke_removes_only_that_key_and_keeps_comments() {
+        let folder = tempfile::tempdir().expect("temp dir");
+        let path = folder.path().join("keys");
+        create_key(&path, &name("leitor"), Scope::Read).expect("created");
+        let kept = create_key(&path, &name("ci"), Scope::Write).expect("created");
+        std::fs::write(&path, format!("{}# nota do operador\n", std::fs::read_to_string(&path).expect("file")))
+            .expect("append a comment");
+        revoke_key(&path, &name("leitor")).expect("revoked");
+        let text = std::fs::read_to_string(&path).expect("file");
+        assert!(text.contains("# nota do operador") && !text.contains("leitor "), "{text}");
+        let keys = KeysFile::read(&path).expect("valid");
+        assert_eq!(keys.entries().len(), 1);
+        assert!(keys.entries()[0].hash.matches(&KeyHash::of(kept.expose().as_bytes())));
+        assert!(matches!(revoke_key(&path, &name("leitor")), Err(KeyCommandError::UnknownName(_))));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn rewriting_keeps_the_file_permissions() {
+        use std::os::unix::fs::PermissionsExt;
+        let folder = tempfile::tempdir().expect("temp dir");
+        let path = folder.path().join("keys");
+        create_key(&path, &name("leitor"), Scope::Read).expect("created");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        create_key(&path, &name("ci"), Scope::Write).expect("created");
+        let mode = std::fs::metadata(&path).expect("metadata").permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+}
