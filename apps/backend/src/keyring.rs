@@ -71,31 +71,30 @@ pub enum Reload {
 }
 
 impl Keyring {
-    /// A keyring with `api_key` (if any) and the keys of `keys_file` (if any), already read.
-    #[must_use]
-    pub fn new(api_key: Option<&ApiKey>, keys_file: Option<(PathBuf, &KeysFile)>) -> Self {
-        let fixed = api_key.map(|key| Accepted {
-            hash: KeyHash::of(key.expose().as_bytes()),
-            caller: Caller::new(KeyName::API_KEY, Scope::Write),
-        });
-        let (set, file) = match keys_file {
-            Some((path, keys)) => {
-                let last_seen = std::fs::read(&path).map(|text| digest(&text)).unwrap_or_default();
-                (accepted(keys), Some(Arc::new(std::sync::Mutex::new(WatchedFile { path, last_seen }))))
-            }
-            None => (Vec::new(), None),
-        };
-        Self { fixed: Arc::new(fixed), from_file: Arc::new(RwLock::new(Arc::new(set))), file }
-    }
-
     /// Reads the keys file at `keys_file` (if any) and builds the keyring with it and `api_key`.
     ///
     /// # Errors
     /// [`KeysFileError`] when the file cannot be read or a line is malformed: at start, a bad
     /// file is an error (on reload, it only keeps the previous set).
     pub fn load(api_key: Option<&ApiKey>, keys_file: Option<&Path>) -> Result<Self, KeysFileError> {
-        let keys = keys_file.map(|path| KeysFile::read(path).map(|keys| (path.to_owned(), keys))).transpose()?;
-        Ok(Self::new(api_key, keys.as_ref().map(|(path, keys)| (path.clone(), keys))))
+        let fixed = api_key.map(|key| Accepted {
+            hash: KeyHash::of(key.expose().as_bytes()),
+            caller: Caller::new(KeyName::API_KEY, Scope::Write),
+        });
+        let (set, file) = match keys_file {
+            Some(path) => {
+                // One read for both the keys and what the watcher compares with, so a change made
+                // right now is not mistaken for the text already loaded.
+                let io_error = |source| KeysFileError::Io { path: path.to_owned(), source };
+                let bytes = std::fs::read(path).map_err(io_error)?;
+                let text = String::from_utf8(bytes).map_err(|_| io_error(std::io::ErrorKind::InvalidData.into()))?;
+                let keys = KeysFile::parse(&text)?;
+                let watched = WatchedFile { path: path.to_owned(), last_seen: digest(text.as_bytes()) };
+                (accepted(&keys), Some(Arc::new(std::sync::Mutex::new(watched))))
+            }
+            None => (Vec::new(), None),
+        };
+        Ok(Self { fixed: Arc::new(fixed), from_file: Arc::new(RwLock::new(Arc::new(set))), file })
     }
 
     /// The caller `presented` (the bytes after `Bearer `) authenticates as, if any.
@@ -220,14 +219,13 @@ mod tests {
     }
 
     fn keyring_for(path: &std::path::Path, api_key: Option<&ApiKey>) -> Keyring {
-        let keys = KeysFile::read(path).expect("valid file");
-        Keyring::new(api_key, Some((path.to_owned(), &keys)))
+        Keyring::load(api_key, Some(path)).expect("valid file")
     }
 
     #[test]
     fn api_key_alone_is_one_full_scope_caller_named_api_key() {
         let api_key = ApiKey::parse("segredo-de-teste").expect("valid");
-        let keyring = Keyring::new(Some(&api_key), None);
+        let keyring = Keyring::load(Some(&api_key), None).expect("no file to read");
         assert_eq!(keyring.authenticate(b"segredo-de-teste"), Some(Caller::new("api-key", Scope::Write)));
         assert_eq!(keyring.authenticate(b"segredo-de-testE"), None);
         assert_eq!(keyring.authenticate(b""), None);

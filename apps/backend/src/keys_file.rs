@@ -8,7 +8,8 @@
 //!
 //! A human can read it, diff it and edit it; `#` starts a comment line. [`create_key`] and
 //! [`revoke_key`] (the `keys` commands of the binary) rewrite it atomically (temporary file, then
-//! rename), so a server reloading it never sees half a file.
+//! rename), so a server reloading it never sees half a file. Run them one at a time: two at once
+//! may each rewrite the file without the other's change (the loser's key is then simply absent).
 //!
 //! **Why a fast hash.** Keys made by `keys create` are 256 random bits: nobody can guess one from
 //! its SHA-256, so a slow password hash (argon2, bcrypt) would only cost time on every request
