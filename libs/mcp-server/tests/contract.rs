@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use courses_domain::{Catalog, CourseTitle, NewCourse, Provenance, SqliteStore, WorkloadHours};
-use mcp_server::{CursosServer, ServerOptions, ServerState};
+use mcp_server::{CursosServer, ServerOptions, ServerState, UnconfirmedArchive};
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult,
     ElicitationAction, ErrorCode, GetPromptRequestParams, Implementation, PaginatedRequestParams, ProtocolVersion,
@@ -896,5 +896,146 @@ async fn criar_curso_with_an_idempotency_key_creates_once_and_refuses_the_key_fo
             "'chaveIdempotencia'",
         );
         assert_eq!(harness.catalog_total().await, 1, "{era:?}: nothing was written");
+    }
+}
+
+async fn call_as<H: rmcp::ClientHandler>(
+    client: &RunningService<RoleClient, H>,
+    tool: &str,
+    arguments: Value,
+) -> CallToolResult {
+    let arguments = arguments.as_object().cloned().expect("arguments object");
+    client.call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments)).await.expect("answered")
+}
+
+#[tokio::test]
+async fn every_accepted_write_is_in_the_course_history_newest_first() {
+    for era in ERAS {
+        let harness = connect(era).await;
+        let created = harness.create("Rust", 10).await;
+        let id = created["id"].as_str().expect("id").to_owned();
+        harness.create("Go", 10).await;
+        let update = json!({"id": id, "cargaHoraria": 20, "versao": 1});
+        let updated = harness.call("atualizar_curso", update.clone()).await.structured_content.expect("course");
+        // Refusals and no-ops leave no trace.
+        assert_refused(&harness.call("atualizar_curso", json!({"id": id, "titulo": "go"})).await, "Já existe");
+        assert_refused(
+            &harness.call("atualizar_curso", json!({"id": id, "cargaHoraria": 30, "versao": 1})).await,
+            "versão",
+        );
+        harness.call("atualizar_curso", json!({"id": id, "cargaHoraria": 20})).await;
+        let archived = harness.call("arquivar_curso", json!({"id": id})).await.structured_content.expect("course");
+        harness.call("arquivar_curso", json!({"id": id})).await;
+
+        let uri = format!("cursos://{id}/historico");
+        let history = harness.read(&uri).await;
+        assert_eq!(history["curso"], format!("cursos://{id}"), "{era:?}");
+        assert_eq!(history["proximaPagina"], Value::Null);
+        let entries = history["entradas"].as_array().expect("entries");
+        let summary: Vec<_> = entries
+            .iter()
+            .map(|entry| (entry["autor"].as_str(), entry["ferramenta"].as_str(), entry["depois"]["versao"].as_u64()))
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                (Some("stdio"), Some("arquivar_curso"), Some(3)),
+                (Some("stdio"), Some("atualizar_curso"), Some(2)),
+                (Some("stdio"), Some("criar_curso"), Some(1)),
+            ],
+            "{era:?}: {history:#}"
+        );
+        assert_eq!(entries[0]["antes"], updated);
+        assert_eq!(entries[0]["depois"], archived);
+        assert_eq!(entries[0]["em"], archived["atualizadoEm"]);
+        assert_eq!(entries[1]["argumentos"], update);
+        assert_eq!(entries[1]["antes"], created);
+        assert_eq!(entries[2]["antes"], Value::Null);
+        assert_eq!(entries[2]["argumentos"], json!({"titulo": "Rust", "cargaHoraria": 10}));
+
+        let missing = harness.read_error("cursos://1b4e28ba-2fa1-41d2-883f-0016d3cca427/historico").await;
+        assert_eq!(missing.data, Some(json!({"uri": "cursos://1b4e28ba-2fa1-41d2-883f-0016d3cca427/historico"})));
+    }
+}
+
+#[tokio::test]
+async fn a_long_history_is_read_page_by_page_through_proxima_pagina() {
+    let harness = connect(Era::Discover).await;
+    let id = harness.create("Rust", 1).await["id"].as_str().expect("id").to_owned();
+    for hours in 2..=130 {
+        let result = harness.call("atualizar_curso", json!({"id": id, "cargaHoraria": hours})).await;
+        assert_eq!(result.is_error, Some(false), "{result:?}");
+    }
+    let first = harness.read(&format!("cursos://{id}/historico")).await;
+    assert_eq!(first["entradas"].as_array().expect("entries").len(), 100);
+    assert_eq!(first["entradas"][0]["depois"]["versao"], 130);
+    let next = first["proximaPagina"].as_str().expect("a second page").to_owned();
+    let second = harness.read(&next).await;
+    let versions: Vec<u64> = second["entradas"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .filter_map(|entry| entry["depois"]["versao"].as_u64())
+        .collect();
+    assert_eq!(versions, (1..=30).rev().collect::<Vec<u64>>());
+    assert_eq!(second["proximaPagina"], Value::Null);
+}
+
+#[tokio::test]
+async fn archiving_waits_for_the_users_confirmation_and_a_refusal_changes_nothing() {
+    for era in ERAS {
+        for answer in [ElicitationAction::Decline, ElicitationAction::Cancel] {
+            let harness = connect(era).await;
+            let course = harness.create("Rust", 10).await;
+            let user = attach(Answering { answer: Some(answer.clone()) }, &harness.state, era).await;
+            let refused = call_as(&user, "arquivar_curso", json!({"id": course["id"]})).await;
+            assert_refused(&refused, "não confirmou o arquivamento");
+            let uri = format!("cursos://{}", course["id"].as_str().expect("id"));
+            assert_eq!(harness.read(&uri).await, course, "{era:?} {answer:?}: unchanged");
+            let history = harness.read(&format!("{uri}/historico")).await;
+            assert_eq!(
+                history["entradas"].as_array().expect("entries").len(),
+                1,
+                "{era:?} {answer:?}: only the creation"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_client_that_cannot_confirm_is_refused_by_default_and_let_through_when_the_setting_allows() {
+    for era in ERAS {
+        let harness = connect(era).await;
+        let course = harness.create("Rust", 10).await;
+        let cannot_confirm = attach(Answering { answer: None }, &harness.state, era).await;
+        let refused = call_as(&cannot_confirm, "arquivar_curso", json!({"id": course["id"]})).await;
+        assert_refused(&refused, "UNCONFIRMED_ARCHIVE=allow");
+        assert_eq!(harness.catalog_total().await, 1, "{era:?}");
+
+        let options = ServerOptions { unconfirmed_archive: UnconfirmedArchive::Allow, ..ServerOptions::default() };
+        let allowing = connect_with(era, options).await;
+        let course = allowing.create("Rust", 10).await;
+        let cannot_confirm = attach(Answering { answer: None }, &allowing.state, era).await;
+        let archived = call_as(&cannot_confirm, "arquivar_curso", json!({"id": course["id"]})).await;
+        assert_eq!(archived.structured_content.expect("course")["arquivado"], true, "{era:?}");
+    }
+}
+
+#[tokio::test]
+async fn refusals_and_no_ops_of_arquivar_curso_are_answered_without_asking() {
+    for era in ERAS {
+        // This client cannot confirm and the policy refuses: any question would turn into a refusal.
+        let harness = connect(era).await;
+        let course = harness.create("Rust", 10).await;
+        let archived = harness.call("arquivar_curso", json!({"id": course["id"]})).await.structured_content;
+        let cannot_confirm = attach(Answering { answer: None }, &harness.state, era).await;
+        let again = call_as(&cannot_confirm, "arquivar_curso", json!({"id": course["id"]})).await;
+        assert_eq!(again.structured_content, archived, "{era:?}: archiving twice is a no-op, not a question");
+        let missing =
+            call_as(&cannot_confirm, "arquivar_curso", json!({"id": "1b4e28ba-2fa1-41d2-883f-0016d3cca427"})).await;
+        assert_refused(&missing, "Curso não encontrado");
+        let other = harness.create("Go", 10).await;
+        let stale = call_as(&cannot_confirm, "arquivar_curso", json!({"id": other["id"], "versao": 7})).await;
+        assert_refused(&stale, "versão");
     }
 }
