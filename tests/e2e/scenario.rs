@@ -1,14 +1,45 @@
 //! One scenario, run by a real MCP client against either transport; it returns a transcript
 //! (ids and timestamps replaced by placeholders) so that the two transports can be compared.
 
-use rmcp::ServiceError;
-use rmcp::model::{CallToolRequestParams, GetPromptRequestParams, ReadResourceRequestParams};
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
+    ElicitationCapability, GetPromptRequestParams, Implementation, ReadResourceRequestParams,
+};
+use rmcp::service::{RequestContext, RunningService};
+use rmcp::{ClientHandler, RoleClient, ServiceError};
 use serde_json::{Value, json};
 
-use crate::support::{Client, Era};
+use crate::support::Era;
 
-/// Runs the scenario on an empty catalog and returns its normalized transcript.
-pub(crate) async fn run(client: &Client, era: Era) -> Vec<Value> {
+/// A host whose user confirms every question (elicitation), as one with a confirmation dialog.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ConfirmingUser {
+    /// The questions the user was asked.
+    pub(crate) questions: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl ClientHandler for ConfirmingUser {
+    fn get_info(&self) -> ClientConfig {
+        let mut capabilities = ClientCapabilities::default();
+        capabilities.elicitation = Some(ElicitationCapability::new());
+        ClientConfig::new(capabilities, Implementation::new("e2e", "1"))
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, rmcp::ErrorData> {
+        if let ElicitRequestParams::FormElicitationParams { message, .. } = request {
+            self.questions.lock().expect("questions").push(message);
+        }
+        Ok(ElicitResult::new(ElicitationAction::Accept).with_content(json!({"confirmar": true})))
+    }
+}
+
+/// Runs the scenario on an empty catalog and returns its normalized transcript. `author` is the
+/// name the transport records writes under (`stdio`, or the API key's name).
+pub(crate) async fn run(client: &RunningService<RoleClient, ConfirmingUser>, era: Era, author: &str) -> Vec<Value> {
     let mut transcript = Vec::new();
     let mut record = |step: &str, value: Value| transcript.push(json!({ "step": step, "value": value }));
 
@@ -50,7 +81,10 @@ pub(crate) async fn run(client: &Client, era: Era) -> Vec<Value> {
     record("resources/list", resources);
 
     let archived = call(client, "arquivar_curso", json!({"id": id})).await;
-    assert_eq!(archived["structuredContent"]["arquivado"], true);
+    assert_eq!(archived["structuredContent"]["arquivado"], true, "{era:?}: {archived}");
+    let questions = client.service().questions.lock().expect("questions").clone();
+    assert_eq!(questions.len(), 1, "{era:?}: the user confirmed once: {questions:?}");
+    assert!(questions[0].contains("Arquitetura de Software"), "{questions:?}");
     record("arquivar_curso", archived.clone());
     let again = call(client, "arquivar_curso", json!({"id": id})).await;
     assert_eq!(again["structuredContent"], archived["structuredContent"], "archiving twice is a no-op");
@@ -64,6 +98,18 @@ pub(crate) async fn run(client: &Client, era: Era) -> Vec<Value> {
     assert_eq!(catalog["total"], 1);
     assert_eq!(catalog["cursos"][0]["id"], second_id.as_str());
     record("catálogo depois de arquivar", catalog);
+
+    let mut history = read(client, &format!("{uri}/historico")).await;
+    let entries = history["entradas"].as_array_mut().expect("entries");
+    let tools: Vec<_> =
+        entries.iter().map(|entry| entry["ferramenta"].as_str().unwrap_or_default().to_owned()).collect();
+    assert_eq!(tools, ["arquivar_curso", "atualizar_curso", "criar_curso"], "{era:?}");
+    for entry in entries {
+        // Who depends on the transport; everything else must match.
+        assert_eq!(entry["autor"], author, "{era:?}");
+        entry["autor"] = json!("<autor>");
+    }
+    record("histórico", history);
 
     let not_found = client.read_resource(ReadResourceRequestParams::new("cursos://nao-existe")).await;
     record("recurso inexistente", error_json(not_found.map(|_| ())));
@@ -79,7 +125,7 @@ pub(crate) async fn run(client: &Client, era: Era) -> Vec<Value> {
     normalize(&transcript, &[(&id, "<id-1>"), (&second_id, "<id-2>")])
 }
 
-async fn call(client: &Client, tool: &str, arguments: Value) -> Value {
+async fn call<H: ClientHandler>(client: &RunningService<RoleClient, H>, tool: &str, arguments: Value) -> Value {
     let arguments = arguments.as_object().cloned().expect("object");
     json!(
         client
@@ -89,7 +135,7 @@ async fn call(client: &Client, tool: &str, arguments: Value) -> Value {
     )
 }
 
-async fn read(client: &Client, uri: &str) -> Value {
+async fn read<H: ClientHandler>(client: &RunningService<RoleClient, H>, uri: &str) -> Value {
     let result = json!(client.read_resource(ReadResourceRequestParams::new(uri)).await.expect("resources/read"));
     serde_json::from_str(result["contents"][0]["text"].as_str().expect("text")).expect("json")
 }

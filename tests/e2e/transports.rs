@@ -1,20 +1,20 @@
 //! Both transports answer the shared scenario identically, on both protocol eras.
 
-use crate::scenario;
-use crate::support::{ERAS, Era, fresh_database, start_backend, stdio_client};
+use crate::scenario::{self, ConfirmingUser};
+use crate::support::{ERAS, Era, fresh_database, start_backend, stdio_client_with};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stdio_and_http_give_identical_results_for_the_same_scenario_on_both_eras() {
     for era in ERAS {
         let (_stdio_folder, stdio_database) = fresh_database();
-        let (client, _stderr) = stdio_client(&stdio_database, era).await;
-        let over_stdio = scenario::run(&client, era).await;
+        let (client, _stderr) = stdio_client_with(ConfirmingUser::default(), &stdio_database, era).await;
+        let over_stdio = scenario::run(&client, era, "stdio").await;
         client.cancel().await.expect("close stdio client");
 
         let (_http_folder, http_database) = fresh_database();
         let backend = start_backend(&http_database, Some("chave-de-teste-e2e")).await;
-        let client = backend.client(era).await;
-        let over_http = scenario::run(&client, era).await;
+        let client = backend.client_with(ConfirmingUser::default(), era).await;
+        let over_http = scenario::run(&client, era, "api-key").await;
         client.cancel().await.expect("close http client");
         assert!(backend.stop().await.success());
 
