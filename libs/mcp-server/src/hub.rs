@@ -70,6 +70,13 @@ pub struct HubCounts {
     pub listen_streams: usize,
 }
 
+/// The most resources one 2025-era session may subscribe to: memory per client stays bounded.
+pub(crate) const MAX_SUBSCRIPTIONS_PER_SESSION: usize = 1000;
+
+/// A session asked for more than [`MAX_SUBSCRIPTIONS_PER_SESSION`] subscriptions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TooManySubscriptions;
+
 /// What one listener must be told about one change.
 #[derive(Debug)]
 enum Delivery {
@@ -93,14 +100,27 @@ impl SubscriptionHub {
     }
 
     /// `resources/subscribe` from a 2025-era session.
-    pub(crate) fn subscribe(&self, session: u64, peer: Peer<RoleServer>, uri: String) {
+    ///
+    /// # Errors
+    /// [`TooManySubscriptions`] when the session already holds [`MAX_SUBSCRIPTIONS_PER_SESSION`]
+    /// other resources.
+    pub(crate) fn subscribe(
+        &self,
+        session: u64,
+        peer: Peer<RoleServer>,
+        uri: String,
+    ) -> Result<(), TooManySubscriptions> {
         let mut listeners = self.lock();
-        listeners
+        let resources = &mut listeners
             .sessions
             .entry(session)
             .or_insert_with(|| Session { peer, resources: HashSet::new() })
-            .resources
-            .insert(uri);
+            .resources;
+        if resources.len() >= MAX_SUBSCRIPTIONS_PER_SESSION && !resources.contains(&uri) {
+            return Err(TooManySubscriptions);
+        }
+        resources.insert(uri);
+        Ok(())
     }
 
     /// `resources/unsubscribe` from a 2025-era session.

@@ -24,10 +24,31 @@ pub(crate) fn create_course_arguments() -> Option<Vec<PromptArgument>> {
     ])
 }
 
-/// The user message of `criar-curso`, or -32602 with a Portuguese message naming each missing argument.
+/// The longest prompt argument accepted, in characters. Values beyond the rules (a title over
+/// 200 characters) are still accepted, so that the model can ask the user to fix them; this bound
+/// only keeps a prompt from carrying megabytes.
+pub(crate) const MAX_ARGUMENT_CHARS: usize = 1000;
+
+/// The user message of `criar-curso`, or -32602 with a Portuguese message naming each missing
+/// or oversized argument.
 pub(crate) fn create_course(arguments: &CreateCoursePromptArguments) -> Result<String, McpError> {
     let title = argument_text(arguments.titulo.as_ref());
     let hours = argument_text(arguments.carga_horaria.as_ref());
+    let oversized: Vec<&str> = [("titulo", &title), ("cargaHoraria", &hours)]
+        .into_iter()
+        .filter_map(|(name, value)| {
+            value.as_ref().is_some_and(|text| text.chars().count() > MAX_ARGUMENT_CHARS).then_some(name)
+        })
+        .collect();
+    if !oversized.is_empty() {
+        return Err(McpError::invalid_params(
+            format!(
+                "Argumento longo demais no prompt criar-curso: {} (até {MAX_ARGUMENT_CHARS} caracteres).",
+                oversized.iter().map(|name| format!("'{name}'")).collect::<Vec<_>>().join(", ")
+            ),
+            None,
+        ));
+    }
     let missing: Vec<&str> = [("titulo", &title), ("cargaHoraria", &hours)]
         .into_iter()
         .filter_map(|(name, value)| value.is_none().then_some(name))

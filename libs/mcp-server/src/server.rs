@@ -32,6 +32,7 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, prompt, prompt_rout
 
 use crate::caller::{Caller, Scope};
 use crate::confirmation::{self, Confirmation};
+use crate::hub::MAX_SUBSCRIPTIONS_PER_SESSION;
 use crate::state::ServerState;
 use crate::uris::{self, ResourceUri};
 use crate::wire::{
@@ -540,8 +541,19 @@ impl ServerHandler for CursosServer {
                 None,
             ));
         }
-        self.state.hub.subscribe(self.session, context.peer, request.uri);
-        Ok(())
+        // Only resources this server has can change; anything else would be held for nothing.
+        if ResourceUri::parse(&request.uri).is_none() {
+            return Err(outcomes::resource_not_found(&request.uri));
+        }
+        self.state.hub.subscribe(self.session, context.peer, request.uri).map_err(|_| {
+            McpError::invalid_params(
+                format!(
+                    "Esta sessão já assina {MAX_SUBSCRIPTIONS_PER_SESSION} recursos, o máximo; cancele alguma assinatura \
+                     (resources/unsubscribe) ou assine cursos://catalogo para saber de qualquer mudança."
+                ),
+                None,
+            )
+        })
     }
 
     async fn unsubscribe(

@@ -1039,3 +1039,45 @@ async fn refusals_and_no_ops_of_arquivar_curso_are_answered_without_asking() {
         assert_refused(&stale, "versão");
     }
 }
+
+#[tokio::test]
+#[allow(deprecated, reason = "resources/subscribe is the 2025-era API this test covers")]
+async fn oversized_prompt_arguments_and_subscriptions_beyond_the_limits_get_clear_errors() {
+    use rmcp::model::SubscribeRequestParams;
+
+    let harness = connect(Era::Initialize).await;
+    let long = "x".repeat(1001);
+    let arguments = json!({"titulo": long, "cargaHoraria": "10"}).as_object().cloned().expect("object");
+    match harness.client.get_prompt(GetPromptRequestParams::new("criar-curso").with_arguments(arguments)).await {
+        Err(ServiceError::McpError(error)) => {
+            assert_eq!(error.code, ErrorCode::INVALID_PARAMS);
+            assert!(error.message.contains("'titulo'") && error.message.contains("1000"), "{}", error.message);
+        }
+        other => panic!("expected -32602, got {other:?}"),
+    }
+    let at_the_limit = "y".repeat(1000);
+    let arguments = json!({"titulo": at_the_limit, "cargaHoraria": "10"}).as_object().cloned().expect("object");
+    harness
+        .client
+        .get_prompt(GetPromptRequestParams::new("criar-curso").with_arguments(arguments))
+        .await
+        .expect("accepted");
+
+    match harness.client.subscribe(SubscribeRequestParams::new("cursos://nao-existe")).await {
+        Err(ServiceError::McpError(error)) => assert_eq!(error.data, Some(json!({"uri": "cursos://nao-existe"}))),
+        other => panic!("expected resource not found, got {other:?}"),
+    }
+    for page in 1..=1000 {
+        let uri = format!("cursos://catalogo?pagina={page}");
+        harness.client.subscribe(SubscribeRequestParams::new(uri)).await.expect("within the limit");
+    }
+    // Subscribing again to one already held is fine; one more is not.
+    harness.client.subscribe(SubscribeRequestParams::new("cursos://catalogo?pagina=1")).await.expect("already held");
+    match harness.client.subscribe(SubscribeRequestParams::new("cursos://catalogo")).await {
+        Err(ServiceError::McpError(error)) => {
+            assert_eq!(error.code, ErrorCode::INVALID_PARAMS);
+            assert!(error.message.contains("1000 recursos"), "{}", error.message);
+        }
+        other => panic!("expected -32602 beyond 1000 subscriptions, got {other:?}"),
+    }
+}
