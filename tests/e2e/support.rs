@@ -261,3 +261,31 @@ where
     };
     tokio::time::timeout(PATIENCE, connecting).await.expect("connected in time").expect("MCP connection")
 }
+
+impl Backend {
+    /// The backend's process id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id().expect("running")
+    }
+
+    /// SIGKILL (no graceful shutdown, no chance to flush anything), then reaps the process.
+    pub(crate) async fn kill(mut self) -> std::process::ExitStatus {
+        self.child.start_kill().expect("SIGKILL");
+        tokio::time::timeout(PATIENCE, self.child.wait()).await.expect("killed in time").expect("exit status")
+    }
+
+    /// `GET /health` as JSON.
+    pub(crate) async fn health(&self) -> serde_json::Value {
+        reqwest::get(format!("{}/health", self.base_url)).await.expect("health").json().await.expect("health JSON")
+    }
+}
+
+/// A process's resident memory (`VmRSS` in `/proc/<pid>/status`), in KiB.
+pub(crate) fn resident_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc/<pid>/status");
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS in kB")
+}
