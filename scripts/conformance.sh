@@ -23,9 +23,15 @@ cd "$ROOT"
 load_tools conformance
 need_binaries conformance
 
+# Settings a developer may have exported that would change what the suite sees (scripts/lib.sh
+# clears the others; a RATE_LIMIT would turn scenarios into 429s).
+unset KEYS_FILE UNCONFIRMED_ARCHIVE RATE_LIMIT SESSION_IDLE_TIMEOUT
+
 OUT="$ROOT/target/conformance"
 rm -rf "$OUT"
 mkdir -p "$OUT"
+# The log files exist before the backends start, so start_backend's first poll finds them.
+: >"$OUT/backend-stateful.log"; : >"$OUT/backend-stateless.log"
 DB_DIR="$(mktemp -d)"
 cleanup() { stop_all_backends; rm -rf "$DB_DIR"; }
 trap cleanup EXIT

@@ -5,7 +5,9 @@
 #   2. Python `mcp` 1.27.2, the v1 SDK (interop/python/test_v1_client.py): the same targets;
 #   3. MCP Inspector CLI 2.12.0 (interop/inspector.sh): stdio and HTTP stateful, both eras.
 # Two backends run for the whole script (SESSION_MODE=stateful and stateless, with a random
-# API_KEY, on free loopback ports, throwaway databases) and are stopped on exit.
+# API_KEY plus a KEYS_FILE holding one `leitura` key made by `mcp-cursos-backend keys create`, on
+# free loopback ports, throwaway databases, UNCONFIRMED_ARCHIVE left at its default `refuse`) and
+# are stopped on exit.
 # Needs scripts/install-test-tools.sh and the debug binaries. Last line: `interop: N passed, M failed`.
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -20,12 +22,24 @@ cleanup() { stop_all_backends; rm -rf "$WORK"; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# Settings a developer may have exported that would change what the clients see (scripts/lib.sh
+# clears the others): the backends get exactly the settings given below.
+unset KEYS_FILE UNCONFIRMED_ARCHIVE RATE_LIMIT SESSION_IDLE_TIMEOUT
+
 export API_KEY="interop-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
 no_backend() { echo "interop: 0 passed, 1 failed"; exit 1; }
-start_backend interop "$WORK/stateful.log" API_KEY="$API_KEY" SESSION_MODE=stateful \
+# A read-only key, made as an operator would; the key is printed once on stdout (the notice on stderr).
+if ! LEITURA_KEY="$("$BACKEND_BIN" keys create --name interop-leitura --scope leitura \
+    --keys-file "$WORK/keys" 2>"$WORK/keys-create.log")" || [[ -z "$LEITURA_KEY" ]]; then
+  echo "interop: keys create failed:"; cat "$WORK/keys-create.log"; no_backend
+fi
+export LEITURA_KEY
+# The log files exist before the backends start, so start_backend's first poll finds them.
+: >"$WORK/stateful.log"; : >"$WORK/stateless.log"
+start_backend interop "$WORK/stateful.log" API_KEY="$API_KEY" KEYS_FILE="$WORK/keys" SESSION_MODE=stateful \
   DATABASE_PATH="$WORK/stateful.db" || no_backend
 STATEFUL_URL="$BACKEND_URL"
-start_backend interop "$WORK/stateless.log" API_KEY="$API_KEY" SESSION_MODE=stateless \
+start_backend interop "$WORK/stateless.log" API_KEY="$API_KEY" KEYS_FILE="$WORK/keys" SESSION_MODE=stateless \
   DATABASE_PATH="$WORK/stateless.db" || no_backend
 STATELESS_URL="$BACKEND_URL"
 

@@ -6,7 +6,15 @@ expects 2026-07-28). Targets:
 
   --stdio BIN           mcp-cursos-stdio, started by the SDK with a fresh DATABASE_PATH per run
   --http NAME=URL       a running mcp-cursos-backend (NAME: stateful or stateless), reached
-                        with `Authorization: Bearer $API_KEY`
+                        with `Authorization: Bearer $API_KEY`; when $LEITURA_KEY is set (a key of
+                        scope `leitura` from the backends' KEYS_FILE), a read-only client is checked too
+
+The client answers the server's confirmation of `arquivar_curso` with an `elicitation_callback`,
+as a host would after asking its user: on 2025-11-25 the SDK serves the server's
+`elicitation/create` with it; on 2026-07-28 `Client.call_tool` gets `resultType: input_required`,
+runs the same callback for `inputRequests.confirmacao` and retries the call with `inputResponses`
+by itself. Over stateless HTTP on 2025-11-25 the server cannot send a request to the client, so it
+refuses the archiving (UNCONFIRMED_ARCHIVE defaults to refuse) without calling the callback.
 
 Every step is one test; the last line is `interop: N passed, M failed` and the exit status is 1
 when anything failed. Run by scripts/interop.sh (see interop/README.md).
@@ -112,25 +120,48 @@ class Notifications:
                 await self._changed.wait()
 
 
+class Confirmer:
+    """The host's user: answers every elicitation with `answer` and records what it was asked."""
+
+    def __init__(self) -> None:
+        self.answer: tuple[str, dict | None] = ("accept", {"confirmar": True})
+        self.asked: list[types.ElicitRequestParams] = []
+
+    async def callback(self, context, params: types.ElicitRequestParams) -> types.ElicitResult:
+        self.asked.append(params)
+        action, content = self.answer
+        return types.ElicitResult(action=action, content=content)
+
+
+def check_confirmation_form(params, title: str, cid: str) -> None:
+    """The question a user sees before archiving: names the course, asks a boolean `confirmar`."""
+    assert isinstance(params, types.ElicitRequestFormParams), f"not a form elicitation: {params!r}"
+    assert params.message.startswith(f'Arquivar o curso "{title}"') and cid in params.message, params.message
+    schema = params.requested_schema
+    assert schema.get("type") == "object", schema
+    assert schema.get("properties", {}).get("confirmar", {}).get("type") == "boolean", schema
+    assert schema.get("required") == ["confirmar"], schema
+
+
 class Target:
     """How to open a client on one transport."""
 
-    def __init__(self, name: str, *, stdio: str | None = None, url: str | None = None, key: str | None = None):
-        self.name, self.stdio, self.url, self.key = name, stdio, url, key
+    def __init__(self, name: str, *, stdio: str | None = None, url: str | None = None, key: str | None = None,
+                 leitura_key: str | None = None):
+        self.name, self.stdio, self.url, self.key, self.leitura_key = name, stdio, url, key, leitura_key
         self.db_dir = tempfile.mkdtemp(prefix="mcp-cursos-interop-") if stdio else None
 
     @contextlib.asynccontextmanager
-    async def client(self, mode: str, message_handler=None):
+    async def client(self, mode: str, message_handler=None, elicitation_callback=None, key: str | None = None):
+        opts = {"mode": mode, "message_handler": message_handler, "elicitation_callback": elicitation_callback}
         if self.stdio:
             env = {"DATABASE_PATH": os.path.join(self.db_dir, f"{mode}.db"), "RUST_LOG": "error"}
             params = StdioServerParameters(command=self.stdio, env=env)
-            async with Client(params, mode=mode, message_handler=message_handler) as c:
+            async with Client(params, **opts) as c:
                 yield c
         else:
-            http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {self.key}"})
-            async with http, Client(
-                streamable_http_client(self.url, http_client=http), mode=mode, message_handler=message_handler
-            ) as c:
+            http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {key or self.key}"})
+            async with http, Client(streamable_http_client(self.url, http_client=http), **opts) as c:
                 yield c
 
 
@@ -140,11 +171,16 @@ async def scenario(t: Tally, target: Target, mode: str) -> None:
     token = uuid.uuid4().hex[:8]
     title = f"Interoperabilidade {target.name} {mode} {token}"
     notes = Notifications()
+    user = Confirmer()
     course: dict = {}
+    # 2025-11-25 over stateless HTTP: no session, so no server->client request can carry the question.
+    cannot_ask = mode == "legacy" and target.name == "http-stateless"
+    author = "stdio" if target.stdio else "api-key"
+    writes_sent: list[tuple[str, dict]] = []  # the accepted writes, oldest first, as sent
 
     async with contextlib.AsyncExitStack() as stack:
         try:
-            c = await stack.enter_async_context(target.client(mode, notes.handler))
+            c = await stack.enter_async_context(target.client(mode, notes.handler, user.callback))
         except Exception as e:  # noqa: BLE001
             t.failed += 1
             print(f"  FAIL {tag}: connect: {e!r}", flush=True)
@@ -154,8 +190,12 @@ async def scenario(t: Tally, target: Target, mode: str) -> None:
             assert c.protocol_version == VERSIONS[mode], f"negotiated {c.protocol_version!r}"
             assert c.server_info is not None and c.server_info.name == "mcp-cursos", f"serverInfo {c.server_info!r}"
 
-        async with t.step(f"{tag}: tools/list names, annotations and schemas"):
-            tools = {tool.name: tool for tool in (await c.list_tools()).tools}
+        async with t.step(f"{tag}: tools/list names, annotations and schemas" + (", cacheScope private" if mode == "auto" else "")):
+            listed = await c.list_tools()
+            tools = {tool.name: tool for tool in listed.tools}
+            if mode == "auto":  # the listing depends on the key's scope, so no shared cache may keep it
+                assert "cache_scope" in listed.model_fields_set, "tools/list has no cacheScope"
+                assert listed.cache_scope == "private", f"cacheScope {listed.cache_scope!r}"
             writes = {"criar_curso", "atualizar_curso", "arquivar_curso"}
             assert writes <= set(tools), f"tools {sorted(tools)}"
             assert set(tools) - writes <= {"listar_cursos", "ler_curso"}, f"unexpected tools {sorted(tools)}"
@@ -177,6 +217,7 @@ async def scenario(t: Tally, target: Target, mode: str) -> None:
         async with t.step(f"{tag}: criar_curso returns structuredContent and a resource_link"):
             r = await c.call_tool("criar_curso", {"titulo": title, "cargaHoraria": 12})
             assert r.is_error is False, f"isError: {text_of(r)}"
+            writes_sent.append(("criar_curso", {"titulo": title, "cargaHoraria": 12}))
             course = dict(r.structured_content or {})
             assert UUID_RE.match(course.get("id", "")), f"id {course.get('id')!r}"
             assert course["titulo"] == title and course["cargaHoraria"] == 12, course
@@ -207,6 +248,7 @@ async def scenario(t: Tally, target: Target, mode: str) -> None:
         async with t.step(f"{tag}: atualizar_curso bumps versao"):
             r = await c.call_tool("atualizar_curso", {"id": cid, "cargaHoraria": 20})
             assert r.is_error is False, text_of(r)
+            writes_sent.append(("atualizar_curso", {"id": cid, "cargaHoraria": 20}))
             sc = r.structured_content or {}
             assert sc.get("versao") == 2 and sc.get("cargaHoraria") == 20, sc
             assert parse_ts(sc["atualizadoEm"]) >= parse_ts(sc["criadoEm"]), sc
@@ -225,9 +267,9 @@ async def scenario(t: Tally, target: Target, mode: str) -> None:
             assert one["id"] == cid and one["versao"] == 2 and one["cargaHoraria"] == 20, one
             assert parse_ts(one["atualizadoEm"]) >= parse_ts(one["criadoEm"]), one
 
-        async with t.step(f"{tag}: resources/templates/list has cursos://{{uuid}}"):
+        async with t.step(f"{tag}: resources/templates/list has cursos://{{uuid}} then cursos://{{uuid}}/historico"):
             tpls = (await c.list_resource_templates()).resource_templates
-            assert "cursos://{uuid}" in [x.uri_template for x in tpls], tpls
+            assert [x.uri_template for x in tpls] == ["cursos://{uuid}", "cursos://{uuid}/historico"], tpls
 
         async with t.step(f"{tag}: unknown resource is {NOT_FOUND[mode]} with data.uri"):
             missing = f"cursos://{uuid.uuid4()}"
@@ -274,6 +316,7 @@ async def scenario(t: Tally, target: Target, mode: str) -> None:
             async with t.step(label + (" changed by a second connection" if second else " changed in the same session")):
                 await c.subscribe_resource(uri)
                 await _change(target, mode, c, second, cid, 21)
+                writes_sent.append(("atualizar_curso", {"id": cid, "cargaHoraria": 21}))
                 await notes.wait_for(uri, NOTIFY_TIMEOUT)
                 await c.unsubscribe_resource(uri)
         else:
@@ -281,20 +324,112 @@ async def scenario(t: Tally, target: Target, mode: str) -> None:
                 async with c.listen(resource_subscriptions=[uri]) as sub:
                     assert sub.honored.resource_subscriptions == [uri], sub.honored
                     await _change(target, mode, c, second, cid, 21)
+                    writes_sent.append(("atualizar_curso", {"id": cid, "cargaHoraria": 21}))
                     async with asyncio.timeout(NOTIFY_TIMEOUT):
                         async for event in sub:
                             if getattr(event, "uri", None) == uri:
                                 break
 
-        async with t.step(f"{tag}: arquivar_curso removes it from the catalog; it stays readable"):
-            r = await c.call_tool("arquivar_curso", {"id": cid})
-            assert r.is_error is False and (r.structured_content or {}).get("arquivado") is True, text_of(r)
-            cat = resource_json(await c.read_resource("cursos://catalogo"))
-            assert cid not in [x["id"] for x in cat["cursos"]], "archived course still in the catalog"
+        async def still_active(versao_before: int) -> None:
             one = resource_json(await c.read_resource(uri))
-            assert one["arquivado"] is True, one
-            r = await c.call_tool("atualizar_curso", {"id": cid, "titulo": "Outro"})
-            assert r.is_error is True and "arquivado" in text_of(r), text_of(r)
+            assert one["arquivado"] is False and one["versao"] == versao_before, f"the course changed: {one}"
+            cat = resource_json(await c.read_resource("cursos://catalogo"))
+            assert cid in [x["id"] for x in cat["cursos"]] or cat["proximaPagina"], "the course left the catalog"
+
+        if cannot_ask:
+            async with t.step(f"{tag}: arquivar_curso is refused without asking (no server->client request over stateless HTTP); nothing changes"):
+                before = resource_json(await c.read_resource(uri))["versao"]
+                r = await c.call_tool("arquivar_curso", {"id": cid})
+                msg = text_of(r)
+                assert r.is_error is True, f"archived without confirmation: {msg}"
+                assert msg.startswith(f'Arquivar o curso "{title}" exige a confirmação do usuário'), msg
+                assert "UNCONFIRMED_ARCHIVE=allow" in msg and "nada foi alterado" in msg, msg
+                assert user.asked == [], f"the callback was called: {user.asked}"
+                await still_active(before)
+            t.skip(f"{tag}: arquivar_curso confirmed by the user", "the server cannot ask over stateless HTTP on 2025-11-25 (refused above)")
+        else:
+            if mode == "auto":
+                async with t.step(f"{tag}: arquivar_curso answers resultType input_required (inputRequests.confirmacao), nothing changes yet"):
+                    before = resource_json(await c.read_resource(uri))["versao"]
+                    # One leg by hand; Client.call_tool below drives the same loop itself.
+                    first = await c.session.call_tool("arquivar_curso", {"id": cid}, allow_input_required=True)
+                    assert isinstance(first, types.InputRequiredResult), f"not input_required: {first!r}"
+                    assert set(first.input_requests or {}) == {"confirmacao"}, first.input_requests
+                    req = first.input_requests["confirmacao"]
+                    assert req.method == "elicitation/create", req.method
+                    check_confirmation_form(req.params, title, cid)
+                    assert first.request_state, "no requestState"
+                    await still_active(before)
+
+            async with t.step(f"{tag}: arquivar_curso declined, cancelled or answered confirmar=false changes nothing"):
+                before = resource_json(await c.read_resource(uri))["versao"]
+                for answer in (("decline", None), ("cancel", None), ("accept", {"confirmar": False})):
+                    user.answer, user.asked = answer, []
+                    r = await c.call_tool("arquivar_curso", {"id": cid})
+                    msg = text_of(r)
+                    assert r.is_error is True, f"{answer}: archived anyway: {msg}"
+                    assert f'O usuário não confirmou o arquivamento do curso "{title}"' in msg, f"{answer}: {msg}"
+                    assert "nada foi alterado" in msg, msg
+                    assert len(user.asked) == 1, f"{answer}: asked {len(user.asked)} times"
+                    check_confirmation_form(user.asked[0], title, cid)
+                    await still_active(before)
+
+            async with t.step(f"{tag}: arquivar_curso asks the user once, then archives; the course stays readable"):
+                user.answer, user.asked = ("accept", {"confirmar": True}), []
+                r = await c.call_tool("arquivar_curso", {"id": cid})
+                assert r.is_error is False and (r.structured_content or {}).get("arquivado") is True, text_of(r)
+                writes_sent.append(("arquivar_curso", {"id": cid}))
+                assert len(user.asked) == 1, f"asked {len(user.asked)} times"
+                check_confirmation_form(user.asked[0], title, cid)
+                cat = resource_json(await c.read_resource("cursos://catalogo"))
+                assert cid not in [x["id"] for x in cat["cursos"]], "archived course still in the catalog"
+                one = resource_json(await c.read_resource(uri))
+                assert one["arquivado"] is True, one
+                r = await c.call_tool("atualizar_curso", {"id": cid, "titulo": "Outro"})
+                assert r.is_error is True and "arquivado" in text_of(r), text_of(r)
+                user.asked = []
+                r = await c.call_tool("arquivar_curso", {"id": cid})  # already archived: a no-op, no question
+                assert r.is_error is False and user.asked == [], (text_of(r), user.asked)
+
+        async with t.step(f"{tag}: cursos://<id>/historico lists the {len(writes_sent)} accepted writes, newest first, by {author}"):
+            h = resource_json(await c.read_resource(f"{uri}/historico"))
+            assert h["curso"] == uri and h["proximaPagina"] is None, {k: h[k] for k in ("curso", "proximaPagina")}
+            entries = h["entradas"]
+            got = [(e["ferramenta"], e["argumentos"]) for e in entries]
+            assert got == list(reversed(writes_sent)), f"history {got}, expected {list(reversed(writes_sent))}"
+            assert all(e["autor"] == author for e in entries), [e["autor"] for e in entries]
+            times = [parse_ts(e["em"]) for e in entries]
+            assert times == sorted(times, reverse=True), f"not newest first: {[e['em'] for e in entries]}"
+            oldest = entries[-1]
+            assert oldest["antes"] is None and oldest["depois"]["versao"] == 1, oldest
+            for newer, older in zip(entries, entries[1:]):
+                assert newer["antes"] == older["depois"], f"{newer['ferramenta']}: antes is not the previous depois"
+                assert newer["depois"]["versao"] == newer["antes"]["versao"] + 1, newer
+            final = resource_json(await c.read_resource(uri))
+            assert entries[0]["depois"] == final, f"newest depois {entries[0]['depois']} is not the course {final}"
+
+        if target.leitura_key:
+            await read_only(t, target, mode, tag, uri)
+
+
+async def read_only(t: Tally, target: Target, mode: str, tag: str, uri: str) -> None:
+    """A key of scope `leitura` (KEYS_FILE): reads, never sees nor calls a writing tool."""
+    async with t.step(f"{tag}: a leitura key lists no writing tool, gets -32602 on criar_curso, still reads"):
+        async with target.client(mode, key=target.leitura_key) as ro:
+            names = [x.name for x in (await ro.list_tools()).tools]
+            assert not {"criar_curso", "atualizar_curso", "arquivar_curso"} & set(names), f"tools {names}"
+            total = resource_json(await ro.read_resource("cursos://catalogo"))["total"]
+            title = f"Somente leitura {uuid.uuid4().hex[:8]}"
+            try:
+                r = await ro.call_tool("criar_curso", {"titulo": title, "cargaHoraria": 3})
+            except MCPError as e:
+                assert e.code == -32602, f"code {e.code}"
+                assert "escopo leitura" in e.message, e.message
+            else:
+                raise AssertionError(f"a leitura key called criar_curso: {r}")
+            assert resource_json(await ro.read_resource("cursos://catalogo"))["total"] == total, "something was created"
+            h = resource_json(await ro.read_resource(f"{uri}/historico"))
+            assert h["entradas"], "a leitura key cannot read the history"
 
 
 async def _change(target: Target, mode: str, c: Client, second: bool, cid: str, hours: int) -> None:
@@ -325,7 +460,7 @@ async def main() -> int:
         targets.append(Target("stdio", stdio=args.stdio))
     for spec in args.http:
         name, url = spec.split("=", 1)
-        targets.append(Target(f"http-{name}", url=url, key=key))
+        targets.append(Target(f"http-{name}", url=url, key=key, leitura_key=os.environ.get("LEITURA_KEY") or None))
     t = Tally()
     for target in targets:
         for mode in args.modes.split(","):

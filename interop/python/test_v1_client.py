@@ -6,6 +6,9 @@ what most deployed hosts still speak. Targets as in test_interop.py:
   --stdio BIN           mcp-cursos-stdio with a fresh DATABASE_PATH
   --http NAME=URL       mcp-cursos-backend with `Authorization: Bearer $API_KEY`
 
+The client confirms `arquivar_curso` with ClientSession's `elicitation_callback` (the server sends
+`elicitation/create`); over stateless HTTP the server cannot send it, and refuses the archiving.
+
 Last line: `interop: N passed, M failed`; exit status 1 on any failure.
 """
 
@@ -55,6 +58,7 @@ class Tally:
 class Updates:
     def __init__(self) -> None:
         self.uris: list[str] = []
+        self.list_changed = 0
         self.changed = asyncio.Event()
 
     async def handler(self, message) -> None:
@@ -62,6 +66,15 @@ class Updates:
         if isinstance(root, types.ResourceUpdatedNotification):
             self.uris.append(str(root.params.uri))
             self.changed.set()
+        elif isinstance(root, types.ResourceListChangedNotification):
+            self.list_changed += 1
+            self.changed.set()
+
+    async def wait_for_list_changed(self) -> None:
+        async with asyncio.timeout(NOTIFY_TIMEOUT):
+            while not self.list_changed:
+                self.changed.clear()
+                await self.changed.wait()
 
     async def wait_for(self, uri: str) -> None:
         async with asyncio.timeout(NOTIFY_TIMEOUT):
@@ -70,18 +83,30 @@ class Updates:
                 await self.changed.wait()
 
 
+class Confirmer:
+    """The host's user: accepts every elicitation with confirmar=true and records the questions."""
+
+    def __init__(self) -> None:
+        self.asked: list = []
+
+    async def callback(self, context, params) -> types.ElicitResult:
+        self.asked.append(params)
+        return types.ElicitResult(action="accept", content={"confirmar": True})
+
+
 @contextlib.asynccontextmanager
-async def session(target: dict, handler=None):
+async def session(target: dict, handler=None, elicitation=None):
+    opts = {"message_handler": handler, "elicitation_callback": elicitation}
     if "stdio" in target:
         params = StdioServerParameters(
             command=target["stdio"], env={"DATABASE_PATH": target["db"], "RUST_LOG": "error"}
         )
-        async with stdio_client(params) as (r, w), ClientSession(r, w, message_handler=handler) as s:
+        async with stdio_client(params) as (r, w), ClientSession(r, w, **opts) as s:
             yield s, await s.initialize()
     else:
         headers = {"Authorization": f"Bearer {target['key']}"}
         async with streamablehttp_client(target["url"], headers=headers) as (r, w, _sid):
-            async with ClientSession(r, w, message_handler=handler) as s:
+            async with ClientSession(r, w, **opts) as s:
                 yield s, await s.initialize()
 
 
@@ -95,9 +120,10 @@ async def scenario(t: Tally, target: dict) -> None:
     token = uuid.uuid4().hex[:8]
     title = f"Cliente v1 {tag} {token}"
     updates = Updates()
+    user = Confirmer()
     async with contextlib.AsyncExitStack() as stack:
         try:
-            s, init = await stack.enter_async_context(session(target, updates.handler))
+            s, init = await stack.enter_async_context(session(target, updates.handler, user.callback))
         except Exception as e:  # noqa: BLE001
             t.failed += 1
             print(f"  FAIL {tag}: connect: {e!r}", flush=True)
@@ -159,6 +185,29 @@ async def scenario(t: Tally, target: dict) -> None:
                         r = await other.call_tool("atualizar_curso", {"id": cid, "cargaHoraria": 9})
                 assert not r.isError, text_of(r)
                 await updates.wait_for(uri)
+
+        if tag == "http-stateless":
+            async with t.step(f"{tag}: arquivar_curso is refused without asking (no session to carry elicitation/create)"):
+                r = await s.call_tool("arquivar_curso", {"id": cid})
+                assert r.isError and "UNCONFIRMED_ARCHIVE=allow" in text_of(r), text_of(r)
+                assert user.asked == [], user.asked
+                one = json.loads((await s.read_resource(uri)).contents[0].text)
+                assert one["arquivado"] is False, one
+        else:
+            async with t.step(f"{tag}: arquivar_curso confirmed through elicitation_callback; subscribers told"):
+                updates.uris.clear()
+                updates.list_changed = 0
+                r = await s.call_tool("arquivar_curso", {"id": cid})
+                assert not r.isError and r.structuredContent["arquivado"] is True, text_of(r)
+                assert len(user.asked) == 1, f"asked {len(user.asked)} times"
+                assert user.asked[0].message.startswith(f'Arquivar o curso "{title}"'), user.asked[0].message
+                assert "confirmar" in user.asked[0].requestedSchema["properties"], user.asked[0].requestedSchema
+                # The archiving is announced (updated for the subscribed course, list_changed to every
+                # session). Waiting for both before leaving also keeps this SDK's stdio_client from
+                # dying on a notification that arrives while it closes (BrokenResourceError,
+                # python-sdk#1960, fixed on main, not in 1.27.2).
+                await updates.wait_for(uri)
+                await updates.wait_for_list_changed()
 
 
 async def main() -> int:
