@@ -5,6 +5,7 @@
 mod faults;
 mod http_edges;
 mod live_updates;
+mod operations;
 mod persistence;
 mod scenario;
 mod security;

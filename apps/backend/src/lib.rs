@@ -9,6 +9,8 @@
 //! | `POST /mcp` | `Authorization: Bearer <key>` | MCP over Streamable HTTP (sessions by default, or stateless) |
 //! | `GET`, `DELETE /mcp` | same | the session's stream, closing a session (stateful mode; 405 when stateless) |
 //! | `GET /health` | none | liveness, open sessions and live-update listeners |
+//! | `GET /ready` | none | readiness: 200 when the database answers, 503 otherwise |
+//! | `GET /metrics` | none (only with `METRICS=true`) | Prometheus metrics: requests by method and status, latencies, sessions, subscriptions, pool |
 //!
 //! Every route first passes the Host/Origin check ([`RequestGuard`]): 403 otherwise. Then every
 //! `/mcp` request is authenticated by the [`Keyring`] (401 otherwise), counted against its key's
@@ -23,6 +25,7 @@ mod guard;
 mod key_name;
 mod keyring;
 mod keys_file;
+mod metrics;
 mod rate_limit;
 mod settings;
 
@@ -51,6 +54,7 @@ pub use guard::{AllowedHostError, RequestGuard};
 pub use key_name::{KeyName, KeyNameError};
 pub use keyring::{Keyring, RELOAD_INTERVAL, Reload};
 pub use keys_file::{KeyCommandError, KeyEntry, KeyHash, KeysFile, KeysFileError, LineError, create_key, revoke_key};
+pub use metrics::{MCP_METHODS, Metrics, RequestTimer, method_label};
 pub use rate_limit::{RateLimit, RetryAfter};
 pub use settings::{Command, KeysCommand, SessionMode, Settings};
 
@@ -70,6 +74,8 @@ pub struct AppConfig {
     pub session_mode: SessionMode,
     /// Idle time after which a session is closed (stateful mode).
     pub session_idle_timeout: Duration,
+    /// Serve Prometheus metrics on `GET /metrics` (and count requests for them).
+    pub metrics: bool,
 }
 
 /// Who may call `/mcp`.
@@ -89,12 +95,25 @@ struct Gate {
     rate_limit: Option<RateLimit>,
 }
 
-/// What `/health` reports besides liveness.
+/// What `/health`, `/ready` and `/metrics` report.
 #[derive(Clone)]
 struct Health {
     state: ServerState,
     sessions: Option<Arc<LocalSessionManager>>,
+    metrics: Option<Arc<Metrics>>,
 }
+
+impl Health {
+    async fn open_sessions(&self) -> Option<usize> {
+        match &self.sessions {
+            Some(manager) => Some(manager.sessions.read().await.len()),
+            None => None,
+        }
+    }
+}
+
+/// How long `/ready` waits for the database before answering 503.
+const READINESS_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The backend's router: `/mcp` (authenticated) and `/health`, behind the Host/Origin check.
 ///
@@ -122,11 +141,24 @@ pub fn app(state: ServerState, config: AppConfig, shutdown: CancellationToken) -
         (Router::new().nest_service("/mcp", service), None)
     };
     let gate = Gate { access: config.access, rate_limit: config.rate_limit.map(RateLimit::per_minute) };
-    let mcp_routes = mcp_routes.layer(middleware::from_fn_with_state(Arc::new(gate), authenticate));
-    Router::new()
-        .route("/health", get(health).with_state(Health { state, sessions }))
-        .merge(mcp_routes)
-        .layer(middleware::from_fn_with_state(Arc::new(config.guard), guard::check_host_and_origin))
+    let metrics = config.metrics.then(|| Arc::new(Metrics::default()));
+    let mcp_routes = match &metrics {
+        // Timed inside the gate: only authenticated requests have their body read for a label.
+        Some(metrics) => mcp_routes.route_layer(middleware::from_fn_with_state(Arc::clone(metrics), time_mcp_request)),
+        None => mcp_routes,
+    };
+    let mcp_routes = mcp_routes.route_layer(middleware::from_fn_with_state(Arc::new(gate), authenticate));
+    let health = Health { state, sessions, metrics: metrics.clone() };
+    let mut router = Router::new().route("/health", get(liveness)).route("/ready", get(readiness));
+    if metrics.is_some() {
+        router = router.route("/metrics", get(prometheus));
+    }
+    let router = router.with_state(health).merge(mcp_routes);
+    let router = match metrics {
+        Some(metrics) => router.layer(middleware::from_fn_with_state(metrics, count_response)),
+        None => router,
+    };
+    router.layer(middleware::from_fn_with_state(Arc::new(config.guard), guard::check_host_and_origin))
 }
 
 /// Serves `router` on `listener` until `shutdown` is cancelled, then lets in-flight requests finish.
@@ -147,11 +179,8 @@ pub async fn serve(
     axum::serve(listener, router).with_graceful_shutdown(async move { shutdown.cancelled().await }).await
 }
 
-async fn health(State(health): State<Health>) -> impl IntoResponse {
-    let sessions = match &health.sessions {
-        Some(manager) => Some(manager.sessions.read().await.len()),
-        None => None,
-    };
+async fn liveness(State(health): State<Health>) -> impl IntoResponse {
+    let sessions = health.open_sessions().await;
     let listeners = health.state.listener_counts();
     axum::Json(json!({
         "status": "ok",
@@ -159,6 +188,63 @@ async fn health(State(health): State<Health>) -> impl IntoResponse {
         "sessions": sessions,
         "subscriptions": { "sessions": listeners.sessions, "resources": listeners.subscriptions, "listenStreams": listeners.listen_streams },
     }))
+}
+
+/// 200 when the database answers a query within [`READINESS_TIMEOUT`], 503 otherwise (the cause
+/// is logged, not sent): a load balancer stops routing to a replica that lost its database.
+async fn readiness(State(health): State<Health>) -> Response {
+    match tokio::time::timeout(READINESS_TIMEOUT, health.state.catalog().count_active()).await {
+        Ok(Ok(_)) => axum::Json(json!({ "status": "ready" })).into_response(),
+        Ok(Err(error)) => {
+            tracing::warn!(error = %error, "readiness check failed: the database did not answer");
+            (StatusCode::SERVICE_UNAVAILABLE, axum::Json(json!({ "status": "unavailable" }))).into_response()
+        }
+        Err(_) => {
+            tracing::warn!(timeout = ?READINESS_TIMEOUT, "readiness check failed: the database is too slow");
+            (StatusCode::SERVICE_UNAVAILABLE, axum::Json(json!({ "status": "unavailable" }))).into_response()
+        }
+    }
+}
+
+async fn prometheus(State(health): State<Health>) -> Response {
+    let Some(metrics) = &health.metrics else {
+        return StatusCode::NOT_FOUND.into_response();
+    };
+    let sessions = health.open_sessions().await;
+    let text = metrics.render(sessions, health.state.listener_counts(), health.state.catalog().pool_status());
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], text).into_response()
+}
+
+/// Counts every response by status (refusals before authentication included).
+async fn count_response(State(metrics): State<Arc<Metrics>>, request: Request, next: Next) -> Response {
+    let response = next.run(request).await;
+    metrics.response(response.status().as_u16());
+    response
+}
+
+/// Labels an authenticated `/mcp` request by its JSON-RPC method and times it until its response
+/// body has been sent (for SSE, until the stream ends).
+async fn time_mcp_request(State(metrics): State<Arc<Metrics>>, request: Request, next: Next) -> Response {
+    use futures_util::StreamExt as _;
+
+    let (parts, body) = request.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, MAX_REQUEST_BODY_BYTES).await else {
+        return (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            axum::Json(json!({ "error": "payload_too_large", "message": "the request body is over 1 MiB" })),
+        )
+            .into_response();
+    };
+    let mut timer = metrics.start(method_label(&parts.method, &bytes));
+    let response = next.run(Request::from_parts(parts, axum::body::Body::from(bytes))).await;
+    timer.set_status(response.status().as_u16());
+    let (parts, body) = response.into_parts();
+    let body = body.into_data_stream().map(move |chunk| {
+        // The timer lives as long as the body stream: dropping it records the request.
+        let _recording = &timer;
+        chunk
+    });
+    Response::from_parts(parts, axum::body::Body::from_stream(body))
 }
 
 /// The `/mcp` gate: 401 with `WWW-Authenticate: Bearer` unless the request carries an accepted

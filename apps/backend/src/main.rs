@@ -84,6 +84,7 @@ async fn main() -> anyhow::Result<()> {
         guard,
         session_mode: settings.session_mode,
         session_idle_timeout: Duration::from_secs(settings.session_idle_timeout),
+        metrics: settings.metrics,
     };
     let router = backend::app(state, config, shutdown.clone());
     tokio::spawn(stop_on_signal(shutdown.clone()));

@@ -82,6 +82,11 @@ pub struct Settings {
     #[arg(long, env = "RESOURCE_TOOLS", default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub resource_tools: bool,
 
+    /// Serve Prometheus metrics on `GET /metrics` (no key needed; behind the Host check): requests
+    /// by MCP method and status, latencies, sessions, subscriptions and the database pool.
+    #[arg(long, env = "METRICS", default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub metrics: bool,
+
     /// What arquivar_curso does when the client cannot ask its user to confirm (no elicitation,
     /// or a stateless 2025-era connection): `refuse` (default; the model is told why) or `allow`.
     #[arg(long, env = "UNCONFIRMED_ARCHIVE", default_value = "refuse", value_parser = UnconfirmedArchive::parse)]

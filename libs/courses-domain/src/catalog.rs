@@ -423,6 +423,12 @@ impl Catalog {
         .await?
     }
 
+    /// How busy the store's connection pool is (for metrics; does not touch the database).
+    #[must_use]
+    pub fn pool_status(&self) -> crate::PoolStatus {
+        self.store.pool_status()
+    }
+
     /// How many courses are active.
     ///
     /// # Errors

@@ -35,6 +35,6 @@ pub use history::{HistoryEntry, HistoryPage, Provenance};
 pub use idempotency_key::{IdempotencyKey, IdempotencyKeyError};
 pub use page::{CoursePage, PageCursor, PageCursorError, PageSize};
 pub use sqlite::{OpenStoreError, SqliteStore};
-pub use store::{CourseStore, IdempotentInsert, Replaced, StoreError, WriteError};
+pub use store::{CourseStore, IdempotentInsert, PoolStatus, Replaced, StoreError, WriteError};
 pub use time::OffsetDateTime;
 pub use workload_hours::{WorkloadHours, WorkloadHoursError};

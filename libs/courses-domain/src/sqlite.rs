@@ -521,6 +521,15 @@ impl CourseStore for SqliteStore {
         rows.into_iter().map(|row| row.into_entry(course)).collect()
     }
 
+    fn pool_status(&self) -> crate::PoolStatus {
+        let state = self.pool.state();
+        crate::PoolStatus {
+            max_size: self.pool.max_size(),
+            connections: state.connections,
+            idle: state.idle_connections,
+        }
+    }
+
     fn count_active(&self) -> Result<u64, StoreError> {
         let count: i64 = catalog_counters::table
             .select(catalog_counters::active_courses)

@@ -64,6 +64,17 @@ pub enum IdempotentInsert {
     KeyReused,
 }
 
+/// How busy a store's connection pool is, for operators' metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PoolStatus {
+    /// The most connections the pool opens.
+    pub max_size: u32,
+    /// Connections open now (idle or in use).
+    pub connections: u32,
+    /// Open connections waiting for work.
+    pub idle: u32,
+}
+
 /// Where courses are kept. Implementations are blocking; the [`Catalog`](crate::Catalog) calls
 /// them off the async runtime's worker threads.
 ///
@@ -138,4 +149,10 @@ pub trait CourseStore: Send + Sync + std::fmt::Debug + 'static {
     /// # Errors
     /// [`StoreError`] when the storage fails.
     fn search_active(&self, key: &str, limit: usize) -> Result<Vec<Course>, StoreError>;
+
+    /// How busy the connection pool is (cheap; never blocks on the database). A store without a
+    /// pool reports zeros.
+    fn pool_status(&self) -> PoolStatus {
+        PoolStatus::default()
+    }
 }

@@ -1,0 +1,302 @@
+//! [`Metrics`]: Prometheus counters and histograms for operators (`METRICS=true`, `GET /metrics`).
+//!
+//! Written by hand over atomics and one mutex-guarded map: the exposition format is a few lines of
+//! text, and a metrics crate would bring a global registry and more compile time than the code it
+//! saves. Every label value comes from a closed list ([`MCP_METHODS`], HTTP status codes), never
+//! from what a client sends, so a hostile client cannot grow the label set.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use courses_domain::PoolStatus;
+use mcp_server::HubCounts;
+
+/// The JSON-RPC methods counted by name; anything else is counted as `other`.
+pub const MCP_METHODS: [&str; 20] = [
+    "initialize",
+    "server/discover",
+    "ping",
+    "tools/list",
+    "tools/call",
+    "resources/list",
+    "resources/read",
+    "resources/templates/list",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "subscriptions/listen",
+    "prompts/list",
+    "prompts/get",
+    "completion/complete",
+    "logging/setLevel",
+    "notifications/initialized",
+    "notifications/cancelled",
+    "notifications/subscriptions/cancelled",
+    "GET",
+    "DELETE",
+];
+
+/// Upper bounds (seconds) of the latency histogram's buckets.
+const BUCKETS: [f64; 14] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
+
+/// The label of a request's method: a known MCP method name, `batch`, `other`, or the HTTP method
+/// for `GET`/`DELETE` (streams and session ends).
+#[must_use]
+pub fn method_label(http_method: &axum::http::Method, body: &[u8]) -> &'static str {
+    #[derive(serde::Deserialize)]
+    struct Envelope<'a> {
+        #[serde(borrow)]
+        method: Option<std::borrow::Cow<'a, str>>,
+    }
+    if *http_method == axum::http::Method::GET {
+        return "GET";
+    }
+    if *http_method == axum::http::Method::DELETE {
+        return "DELETE";
+    }
+    if body.iter().find(|byte| !byte.is_ascii_whitespace()) == Some(&b'[') {
+        return "batch";
+    }
+    match serde_json::from_slice::<Envelope<'_>>(body) {
+        Ok(Envelope { method: Some(method) }) => {
+            MCP_METHODS.iter().find(|known| **known == method).copied().unwrap_or("other")
+        }
+        // A response or notification without a method (a client answering an elicitation).
+        Ok(Envelope { method: None }) => "response",
+        Err(_) => "invalid",
+    }
+}
+
+#[derive(Debug, Default)]
+struct Histogram {
+    buckets: [u64; BUCKETS.len()],
+    count: u64,
+    sum: Duration,
+}
+
+/// The backend's metrics. Cheap to update from any task.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    /// `(method, status)` → requests answered.
+    requests: Mutex<BTreeMap<(&'static str, u16), u64>>,
+    /// method → latency, from the request to the end of its response body (SSE streams included).
+    latencies: Mutex<BTreeMap<&'static str, Histogram>>,
+    /// status → responses on every route, refusals before authentication included.
+    responses: Mutex<BTreeMap<u16, u64>>,
+    in_flight: AtomicU64,
+}
+
+impl Metrics {
+    /// Counts one response of any route (401, 403, 429 included).
+    pub fn response(&self, status: u16) {
+        *lock(&self.responses).entry(status).or_default() += 1;
+    }
+
+    /// Starts timing an authenticated `/mcp` request; the returned guard records it when dropped
+    /// (once the response body has been sent, or abandoned).
+    pub fn start(self: &std::sync::Arc<Self>, method: &'static str) -> RequestTimer {
+        self.in_flight.fetch_add(1, Ordering::Relaxed);
+        RequestTimer { metrics: std::sync::Arc::clone(self), method, status: 0, started: Instant::now() }
+    }
+
+    fn finish(&self, method: &'static str, status: u16, elapsed: Duration) {
+        self.in_flight.fetch_sub(1, Ordering::Relaxed);
+        *lock(&self.requests).entry((method, status)).or_default() += 1;
+        let mut latencies = lock(&self.latencies);
+        let histogram = latencies.entry(method).or_default();
+        let seconds = elapsed.as_secs_f64();
+        for (bucket, bound) in histogram.buckets.iter_mut().zip(BUCKETS) {
+            if seconds <= bound {
+                *bucket += 1;
+            }
+        }
+        histogram.count += 1;
+        histogram.sum += elapsed;
+    }
+
+    /// The Prometheus text exposition (format 0.0.4) of every metric, with the process-wide gauges
+    /// read now.
+    #[must_use]
+    pub fn render(&self, sessions: Option<usize>, listeners: HubCounts, pool: PoolStatus) -> String {
+        let mut out = String::new();
+        // Writing to a String cannot fail.
+        let _ = self.render_into(&mut out, sessions, listeners, pool);
+        out
+    }
+
+    fn render_into(
+        &self,
+        out: &mut String,
+        sessions: Option<usize>,
+        listeners: HubCounts,
+        pool: PoolStatus,
+    ) -> std::fmt::Result {
+        writeln!(out, "# HELP mcp_cursos_requests_total MCP requests on /mcp by JSON-RPC method and HTTP status.")?;
+        writeln!(out, "# TYPE mcp_cursos_requests_total counter")?;
+        for ((method, status), count) in lock(&self.requests).iter() {
+            writeln!(out, "mcp_cursos_requests_total{{method=\"{method}\",status=\"{status}\"}} {count}")?;
+        }
+        writeln!(
+            out,
+            "# HELP mcp_cursos_request_duration_seconds Time from an MCP request to the end of its response (streams included)."
+        )?;
+        writeln!(out, "# TYPE mcp_cursos_request_duration_seconds histogram")?;
+        for (method, histogram) in lock(&self.latencies).iter() {
+            for (bound, count) in BUCKETS.iter().zip(histogram.buckets) {
+                writeln!(
+                    out,
+                    "mcp_cursos_request_duration_seconds_bucket{{method=\"{method}\",le=\"{bound}\"}} {count}"
+                )?;
+            }
+            let count = histogram.count;
+            writeln!(out, "mcp_cursos_request_duration_seconds_bucket{{method=\"{method}\",le=\"+Inf\"}} {count}")?;
+            let sum = histogram.sum.as_secs_f64();
+            writeln!(out, "mcp_cursos_request_duration_seconds_sum{{method=\"{method}\"}} {sum}")?;
+            writeln!(out, "mcp_cursos_request_duration_seconds_count{{method=\"{method}\"}} {count}")?;
+        }
+        writeln!(
+            out,
+            "# HELP mcp_cursos_http_responses_total HTTP responses on every route by status (refusals included)."
+        )?;
+        writeln!(out, "# TYPE mcp_cursos_http_responses_total counter")?;
+        for (status, count) in lock(&self.responses).iter() {
+            writeln!(out, "mcp_cursos_http_responses_total{{status=\"{status}\"}} {count}")?;
+        }
+        let gauges = [
+            (
+                "mcp_cursos_requests_in_flight",
+                "MCP requests being answered now.",
+                self.in_flight.load(Ordering::Relaxed),
+            ),
+            (
+                "mcp_cursos_sessions",
+                "Open MCP sessions (stateful mode; 0 when stateless).",
+                to_u64(sessions.unwrap_or(0)),
+            ),
+            ("mcp_cursos_subscribed_sessions", "2025-era sessions receiving live updates.", to_u64(listeners.sessions)),
+            (
+                "mcp_cursos_resource_subscriptions",
+                "resources/subscribe held by those sessions.",
+                to_u64(listeners.subscriptions),
+            ),
+            (
+                "mcp_cursos_listen_streams",
+                "Open 2026-07-28 subscriptions/listen streams.",
+                to_u64(listeners.listen_streams),
+            ),
+            (
+                "mcp_cursos_db_pool_max_connections",
+                "The most connections the store's pool opens.",
+                u64::from(pool.max_size),
+            ),
+            ("mcp_cursos_db_pool_connections", "Open connections of the store's pool.", u64::from(pool.connections)),
+            ("mcp_cursos_db_pool_idle_connections", "Idle connections of the store's pool.", u64::from(pool.idle)),
+        ];
+        for (name, help, value) in gauges {
+            writeln!(out, "# HELP {name} {help}")?;
+            writeln!(out, "# TYPE {name} gauge")?;
+            writeln!(out, "{name} {value}")?;
+        }
+        Ok(())
+    }
+}
+
+fn to_u64(value: usize) -> u64 {
+    u64::try_from(value).unwrap_or(u64::MAX)
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // Counters stay meaningful even if a thread panicked while holding the lock.
+    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Records one `/mcp` request when dropped.
+#[derive(Debug)]
+pub struct RequestTimer {
+    metrics: std::sync::Arc<Metrics>,
+    method: &'static str,
+    status: u16,
+    started: Instant,
+}
+
+impl RequestTimer {
+    /// The HTTP status the request was answered with.
+    pub fn set_status(&mut self, status: u16) {
+        self.status = status;
+    }
+}
+
+impl Drop for RequestTimer {
+    fn drop(&mut self) {
+        self.metrics.finish(self.method, self.status, self.started.elapsed());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use axum::http::Method;
+
+    use super::*;
+
+    #[test]
+    fn methods_are_labelled_from_a_closed_list() {
+        let post = Method::POST;
+        assert_eq!(method_label(&post, br#"{"jsonrpc":"2.0","id":1,"method":"tools/call"}"#), "tools/call");
+        assert_eq!(method_label(&post, br#"{"method":"tools/\u0063all"}"#), "tools/call");
+        assert_eq!(method_label(&post, br#"{"method":"x-attacker-chosen-label"}"#), "other");
+        assert_eq!(method_label(&post, br#" [{"method":"ping"}]"#), "batch");
+        assert_eq!(method_label(&post, br#"{"jsonrpc":"2.0","id":1,"result":{}}"#), "response");
+        assert_eq!(method_label(&post, b"{not json"), "invalid");
+        assert_eq!(method_label(&Method::GET, b""), "GET");
+        assert_eq!(method_label(&Method::DELETE, b""), "DELETE");
+    }
+
+    #[test]
+    fn the_exposition_counts_requests_latencies_and_gauges() {
+        let metrics = Arc::new(Metrics::default());
+        for _ in 0..3 {
+            let mut timer = metrics.start("tools/call");
+            timer.set_status(200);
+        }
+        metrics.start("resources/read").set_status(200);
+        metrics.response(401);
+        metrics.response(200);
+        let pool = PoolStatus { max_size: 8, connections: 2, idle: 1 };
+        let listeners = HubCounts { sessions: 1, subscriptions: 2, listen_streams: 3 };
+        let text = metrics.render(Some(4), listeners, pool);
+        for line in [
+            "mcp_cursos_requests_total{method=\"tools/call\",status=\"200\"} 3",
+            "mcp_cursos_requests_total{method=\"resources/read\",status=\"200\"} 1",
+            "mcp_cursos_request_duration_seconds_count{method=\"tools/call\"} 3",
+            "mcp_cursos_request_duration_seconds_bucket{method=\"tools/call\",le=\"+Inf\"} 3",
+            "mcp_cursos_http_responses_total{status=\"401\"} 1",
+            "mcp_cursos_requests_in_flight 0",
+            "mcp_cursos_sessions 4",
+            "mcp_cursos_resource_subscriptions 2",
+            "mcp_cursos_listen_streams 3",
+            "mcp_cursos_db_pool_max_connections 8",
+            "mcp_cursos_db_pool_idle_connections 1",
+        ] {
+            assert!(text.lines().any(|candidate| candidate == line), "missing {line:?} in\n{text}");
+        }
+    }
+
+    #[test]
+    fn histogram_buckets_are_cumulative() {
+        let metrics = Metrics::default();
+        metrics.in_flight.fetch_add(2, Ordering::Relaxed);
+        metrics.finish("ping", 200, Duration::from_micros(300));
+        metrics.finish("ping", 200, Duration::from_millis(30));
+        let text = metrics.render(None, HubCounts::default(), PoolStatus::default());
+        assert!(
+            text.contains("mcp_cursos_request_duration_seconds_bucket{method=\"ping\",le=\"0.0005\"} 1\n"),
+            "{text}"
+        );
+        assert!(text.contains("mcp_cursos_request_duration_seconds_bucket{method=\"ping\",le=\"0.05\"} 2\n"), "{text}");
+        assert!(text.contains("mcp_cursos_request_duration_seconds_bucket{method=\"ping\",le=\"+Inf\"} 2\n"), "{text}");
+    }
+}
