@@ -31,8 +31,10 @@ BACKEND_PIDS=()
 start_backend() {
   local name="$1" log="$2"; shift 2
   # Settings that may be exported in the caller's shell are cleared first, so only "$@" applies.
+  : >"$log"   # exists before it is polled
   env -u API_KEY -u NO_AUTH -u SESSION_MODE -u RESOURCE_TOOLS -u ALLOWED_HOSTS -u ALLOWED_ORIGINS \
-    -u DATABASE_PATH HOST=127.0.0.1 PORT=0 RUST_LOG="${RUST_LOG:-info,rmcp=warn}" "$@" "$BACKEND_BIN" \
+    -u DATABASE_PATH -u KEYS_FILE -u RATE_LIMIT -u UNCONFIRMED_ARCHIVE -u METRICS -u SESSION_IDLE_TIMEOUT \
+    HOST=127.0.0.1 PORT=0 RUST_LOG="${RUST_LOG:-info,rmcp=warn}" "$@" "$BACKEND_BIN" \
     >"$log" 2>&1 &
   BACKEND_PID=$!
   BACKEND_PIDS+=("$BACKEND_PID")

@@ -29,8 +29,10 @@ pub(crate) const ANSWER_TIMEOUT: Duration = Duration::from_secs(300);
 /// The key of the confirmation in a 2026-07-28 `inputRequests` / `inputResponses` map.
 pub(crate) const INPUT_KEY: &str = "confirmacao";
 
-/// The form the user answers.
+// The schema's title and description are shown to the user by some hosts: Portuguese, like the
+// question (a doc comment here would become an English description).
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[schemars(title = "Confirmar arquivamento", description = "Arquivar tira o curso do catálogo, para sempre.")]
 pub(crate) struct ArchiveConfirmation {
     /// Marque para arquivar o curso. Não há como desarquivar.
     pub(crate) confirmar: bool,

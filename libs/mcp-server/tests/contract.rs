@@ -55,7 +55,9 @@ impl rmcp::ClientHandler for Answering {
             panic!("only form elicitations are expected");
         };
         assert!(message.contains("Arquivar o curso"), "{message}");
-        assert!(serde_json::to_value(&requested_schema).expect("json")["properties"]["confirmar"].is_object());
+        let schema = serde_json::to_value(&requested_schema).expect("json");
+        assert!(schema["properties"]["confirmar"].is_object(), "{schema}");
+        assert_eq!(schema["title"], "Confirmar arquivamento", "shown to users: Portuguese");
         let action = self.answer.clone().expect("a client without elicitation is never asked");
         let accept = action == ElicitationAction::Accept;
         let result = ElicitResult::new(action);
