@@ -17,7 +17,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 
-use courses_domain::{CatalogObserver, CourseChange};
+use courses_domain::{CatalogObserver, CourseChange, CourseId};
 use rmcp::model::ResourceUpdatedNotificationParam;
 use rmcp::service::SubscriptionSink;
 use rmcp::{Peer, RoleServer};
@@ -179,8 +179,13 @@ impl SubscriptionHub {
     }
 
     fn deliveries(&self, change: &CourseChange) -> Vec<Delivery> {
-        let course_uri = uris::course(change.course().id());
-        let list_changed = change.changes_listing();
+        self.deliveries_for(change.course().id(), change.changes_listing())
+    }
+
+    /// What every listener must be told about a change of course `id` (`list_changed`: the
+    /// listing changed too).
+    fn deliveries_for(&self, id: CourseId, list_changed: bool) -> Vec<Delivery> {
+        let course_uri = uris::course(id);
         let mut listeners = self.lock();
         listeners.sessions.retain(|_, session| !session.peer.is_transport_closed());
         let mut deliveries: Vec<Delivery> = listeners
@@ -250,15 +255,26 @@ pub(crate) struct HubObserver(pub(crate) std::sync::Arc<SubscriptionHub>);
 impl CatalogObserver for HubObserver {
     fn course_changed(&self, change: &CourseChange) {
         let deliveries = self.0.deliveries(change);
-        if deliveries.is_empty() {
-            return;
+        spawn_deliveries(&self.0, deliveries);
+    }
+}
+
+/// Tells this process's listeners of a change made elsewhere (another replica on the same
+/// database), known only by the course's id and whether the listing changed.
+pub(crate) fn announce_remote(hub: &std::sync::Arc<SubscriptionHub>, id: CourseId, list_changed: bool) {
+    let deliveries = hub.deliveries_for(id, list_changed);
+    spawn_deliveries(hub, deliveries);
+}
+
+fn spawn_deliveries(hub: &std::sync::Arc<SubscriptionHub>, deliveries: Vec<Delivery>) {
+    if deliveries.is_empty() {
+        return;
+    }
+    let hub = std::sync::Arc::clone(hub);
+    match tokio::runtime::Handle::try_current() {
+        Ok(runtime) => {
+            runtime.spawn(async move { hub.deliver(deliveries).await });
         }
-        let hub = std::sync::Arc::clone(&self.0);
-        match tokio::runtime::Handle::try_current() {
-            Ok(runtime) => {
-                runtime.spawn(async move { hub.deliver(deliveries).await });
-            }
-            Err(_) => tracing::warn!("a catalog change outside a Tokio runtime was not announced"),
-        }
+        Err(_) => tracing::warn!("a catalog change outside a Tokio runtime was not announced"),
     }
 }

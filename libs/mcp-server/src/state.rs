@@ -95,6 +95,13 @@ impl ServerState {
         self.hub.counts()
     }
 
+    /// Tells this process's subscribers that course `id` changed in another process sharing the
+    /// database (a replica), as if the change had been made here; `list_changed` when the set of
+    /// active courses or a title changed. Call it from the runtime (it spawns the deliveries).
+    pub fn announce_remote_change(&self, id: courses_domain::CourseId, list_changed: bool) {
+        crate::hub::announce_remote(&self.hub, id, list_changed);
+    }
+
     /// The catalog, observed by the hub: writes made through it notify subscribers.
     #[must_use]
     pub fn catalog(&self) -> &Catalog {

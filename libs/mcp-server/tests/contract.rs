@@ -1112,3 +1112,38 @@ async fn hostile_text_in_prompt_arguments_stays_one_quoted_line_of_data() {
         assert_eq!(text.matches("\n5. ").count(), 1, "the route keeps its own steps only: {text}");
     }
 }
+
+#[tokio::test]
+#[allow(deprecated, reason = "resources/subscribe is the 2025-era API this test covers")]
+async fn a_change_announced_by_another_process_reaches_this_process_s_subscribers() {
+    // Two server states on one database file: two replicas. The second is told of the first's
+    // write the way a cross-process feed would tell it: by id, and whether the listing changed.
+    let harness = connect(Era::Initialize).await;
+    let course = harness.create("Rust", 10).await;
+    let id = courses_domain::CourseId::parse(course["id"].as_str().expect("id")).expect("course id");
+    let course_uri = format!("cursos://{id}");
+    let folder = tempfile::tempdir().expect("temp dir");
+    let replica = ServerState::new(
+        Catalog::new(SqliteStore::open(&folder.path().join("other.db")).expect("store")),
+        ServerOptions::default(),
+    );
+    let (sender, mut received) = tokio::sync::mpsc::unbounded_channel();
+    let listener = attach(Recorder(sender), &replica, Era::Initialize).await;
+    listener
+        .subscribe(rmcp::model::SubscribeRequestParams::new(format!("{course_uri}/historico")))
+        .await
+        .expect("subscribe");
+    listener.subscribe(rmcp::model::SubscribeRequestParams::new("cursos://catalogo")).await.expect("subscribe");
+
+    replica.announce_remote_change(id, false);
+    assert_eq!(
+        notices(&mut received, 2).await,
+        sorted(&["updated cursos://catalogo", &format!("updated {course_uri}/historico")])
+    );
+    replica.announce_remote_change(id, true);
+    assert_eq!(
+        notices(&mut received, 3).await,
+        sorted(&["list_changed", "updated cursos://catalogo", &format!("updated {course_uri}/historico")])
+    );
+    listener.cancel().await.expect("close");
+}
