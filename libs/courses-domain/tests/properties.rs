@@ -149,7 +149,7 @@ proptest! {
     #[test]
     fn the_comparison_key_is_idempotent(text in any_text()) {
         let key = comparison_key_of(&text);
-        prop_assert_eq!(comparison_key_of(&key), key.clone());
+        prop_assert_eq!(comparison_key_of(&key), key.as_str());
         if let Ok(title) = CourseTitle::parse(&text) {
             prop_assert_eq!(title.comparison_key(), key);
         }
@@ -231,7 +231,7 @@ proptest! {
     fn an_id_round_trips_through_its_canonical_lowercase_text(bytes in any::<[u8; 16]>()) {
         let canonical = hyphenated(bytes);
         let id = CourseId::parse(&canonical).expect("a hyphenated UUID is an id");
-        prop_assert_eq!(id.to_string(), canonical.clone());
+        prop_assert_eq!(id.to_string(), canonical);
         prop_assert_eq!(id.as_uuid().as_bytes(), &bytes);
         prop_assert_eq!(CourseId::parse(&id.to_string()), Ok(id));
     }
