@@ -9,5 +9,6 @@ mod operations;
 mod persistence;
 mod scenario;
 mod security;
+mod soak;
 mod support;
 mod transports;

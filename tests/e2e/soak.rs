@@ -1,0 +1,149 @@
+//! A short soak: HTTP sessions opened and abandoned (never deleted) are reclaimed once idle, and
+//! the backend's memory stays flat. The long run is `scripts/soak.sh`; its figures are in
+//! `docs/faults.md`.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::support::{Backend, Era, PATIENCE, fresh_database, resident_kib, start_backend_with};
+
+const KEY: &str = "chave-de-teste-do-soak";
+/// Sessions opened and abandoned per cycle. A cycle opens them all
+/// within the idle timeout (3 s), so every cycle reaches about the same number of open sessions: an
+/// idle session holds memory until reclaimed and the allocator keeps its high-water mark, so only
+/// equal cycles make growth after the first one mean a leak.
+const SESSIONS_PER_CYCLE: usize = 300;
+const CYCLES: usize = 4;
+/// The first cycles only warm up: the allocator's footprint still settles during them (about
+/// +8 MiB then +4 MiB in a debug build), then grows by a few MiB at most.
+const WARM_UP_CYCLES: usize = 2;
+const CONCURRENCY: usize = 6;
+/// Generous on purpose (allocator noise is not a leak): over the 600 sessions after the warm-up, it
+/// still catches a leak of about 30 KiB per abandoned session. `scripts/soak.sh` is the fine check.
+const RSS_GROWTH_BOUND_KIB: u64 = 18 * 1024;
+
+/// What the abandoning clients need to know (the backend itself stays with the test).
+#[derive(Debug)]
+struct Target {
+    http: reqwest::Client,
+    mcp_url: String,
+    bearer: String,
+    pid: u32,
+}
+
+impl Target {
+    async fn post(&self, session: Option<&str>, body: &Value) -> reqwest::Response {
+        let mut request = self
+            .http
+            .post(&self.mcp_url)
+            .header("authorization", &self.bearer)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-11-25")
+            .body(body.to_string());
+        if let Some(session) = session {
+            request = request.header("mcp-session-id", session);
+        }
+        request.send().await.expect("HTTP request")
+    }
+
+    /// `initialize`, `notifications/initialized` and a read of the catalog; then the client goes
+    /// away without `DELETE`. Returns the session id.
+    async fn open_and_abandon(&self) -> String {
+        let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "soak", "version": "1"}}});
+        let initialized = self.post(None, &initialize).await;
+        assert_eq!(initialized.status(), StatusCode::OK);
+        let session =
+            initialized.headers().get("mcp-session-id").expect("a session").to_str().expect("ascii").to_owned();
+        assert!(initialized.text().await.expect("initialize answer").contains("serverInfo"));
+        let notice = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        assert_eq!(self.post(Some(&session), &notice).await.status(), StatusCode::ACCEPTED);
+        let read =
+            json!({"jsonrpc": "2.0", "id": 2, "method": "resources/read", "params": {"uri": "cursos://catalogo"}});
+        let answer = self.post(Some(&session), &read).await;
+        assert_eq!(answer.status(), StatusCode::OK);
+        assert!(answer.text().await.expect("read answer").contains("cursos://catalogo"));
+        session
+    }
+}
+
+/// Opens and abandons `count` sessions from [`CONCURRENCY`] clients at once; returns the peak RSS
+/// seen meanwhile (KiB) and checks every session got its own id.
+async fn open_and_abandon_many(target: &Arc<Target>, count: usize) -> u64 {
+    let peak = Arc::new(AtomicU64::new(resident_kib(target.pid)));
+    let sessions = Arc::new(Mutex::new(HashSet::new()));
+    let workers: Vec<_> = (0..CONCURRENCY)
+        .map(|worker| {
+            let (target, peak, sessions) = (target.clone(), peak.clone(), sessions.clone());
+            tokio::spawn(async move {
+                for _ in (worker..count).step_by(CONCURRENCY) {
+                    let session = target.open_and_abandon().await;
+                    sessions.lock().expect("sessions").insert(session);
+                    peak.fetch_max(resident_kib(target.pid), Ordering::Relaxed);
+                }
+            })
+        })
+        .collect();
+    for worker in workers {
+        tokio::time::timeout(PATIENCE, worker).await.expect("sessions opened in time").expect("no panic");
+    }
+    assert_eq!(sessions.lock().expect("sessions").len(), count, "one session per initialize");
+    peak.load(Ordering::Relaxed)
+}
+
+/// Polls `/health` until the session manager and the hub hold no session; returns how long it took.
+async fn wait_until_reclaimed(backend: &Backend) -> std::time::Duration {
+    let started = tokio::time::Instant::now();
+    loop {
+        let health = backend.health().await;
+        if health["sessions"] == 0 && health["subscriptions"]["sessions"] == 0 {
+            return started.elapsed();
+        }
+        assert!(started.elapsed() < PATIENCE, "idle sessions were not reclaimed: {health}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn abandoned_sessions_are_reclaimed_and_memory_stays_flat() {
+    let (_folder, database) = fresh_database();
+    let backend = start_backend_with(&database, Some(KEY), &[("SESSION_IDLE_TIMEOUT", "3")]).await;
+    let target = Arc::new(Target {
+        http: reqwest::Client::new(),
+        mcp_url: backend.mcp_url.clone(),
+        bearer: format!("Bearer {}", backend.api_key),
+        pid: backend.pid(),
+    });
+    let started_kib = resident_kib(target.pid);
+    // After each cycle, every session reclaimed: (peak RSS while opening, RSS once reclaimed, sessions
+    // still open when the cycle's last one was opened, time to reclaim them).
+    let mut cycles = Vec::new();
+    for _ in 0..CYCLES {
+        let peak_kib = open_and_abandon_many(&target, SESSIONS_PER_CYCLE).await;
+        let still_open = backend.health().await["sessions"].as_u64().expect("stateful: a session count");
+        let reclaimed_in = wait_until_reclaimed(&backend).await;
+        cycles.push((peak_kib, resident_kib(target.pid), still_open, reclaimed_in));
+    }
+    eprintln!(
+        "soak: RSS at start {started_kib} KiB; {CYCLES} cycles of {SESSIONS_PER_CYCLE} abandoned sessions \
+         (peak KiB, reclaimed KiB, still open after the last, reclaimed in): {cycles:?}"
+    );
+    let warm_kib = cycles[WARM_UP_CYCLES - 1].1;
+    let end_kib = cycles[CYCLES - 1].1;
+    assert!(
+        end_kib < warm_kib + RSS_GROWTH_BOUND_KIB,
+        "memory grew by {} KiB over {} abandoned sessions after the warm-up: {cycles:?}",
+        end_kib.saturating_sub(warm_kib),
+        SESSIONS_PER_CYCLE * (CYCLES - WARM_UP_CYCLES)
+    );
+
+    let client = backend.client(Era::Initialize).await;
+    assert!(!client.list_all_tools().await.expect("still serving").is_empty());
+    client.cancel().await.expect("close");
+    assert!(backend.stop().await.success());
+}
