@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use backend::{Access, ApiKey, AppConfig, Command, Keyring, KeysCommand, RequestGuard, SessionMode, Settings};
 use clap::Parser;
-use courses_domain::{Catalog, SqliteStore};
+use courses_domain::{Catalog, PostgresStore, SqliteStore};
 use mcp_server::{ServerOptions, ServerState};
 use tokio_util::sync::CancellationToken;
 use tracing_subscriber::EnvFilter;
@@ -36,8 +36,7 @@ async fn main() -> anyhow::Result<()> {
         .context("invalid ALLOWED_HOSTS")?
         .with_origins(settings.allowed_origins.iter().map(String::as_str));
     let configured_key = settings.api_key.as_deref().map(ApiKey::parse).transpose().context("invalid API_KEY")?;
-    let store = SqliteStore::open(&settings.database_path).context("cannot open the course database")?;
-    tracing::info!(database = %settings.database_path.display(), "course database ready");
+    let catalog = open_catalog(settings.database_url.as_deref(), &settings.database_path)?;
 
     let listener = tokio::net::TcpListener::bind((settings.host.as_str(), settings.port))
         .await
@@ -73,7 +72,7 @@ async fn main() -> anyhow::Result<()> {
         legacy_subscriptions: settings.session_mode == SessionMode::Stateful,
         unconfirmed_archive: settings.unconfirmed_archive,
     };
-    let state = ServerState::new(Catalog::new(store), options);
+    let state = ServerState::new(catalog, options);
     let shutdown = state.shutdown_token();
     if let Access::Keys(keyring) = &access {
         keyring.watch(backend::RELOAD_INTERVAL, shutdown.clone());
@@ -121,6 +120,26 @@ fn keys_command(command: &KeysCommand, keys_file: Option<&std::path::Path>) -> a
         }
     }
     Ok(())
+}
+
+/// The catalog on PostgreSQL when `database_url` is a `postgres://` URL, else on the SQLite file.
+fn open_catalog(database_url: Option<&str>, database_path: &std::path::Path) -> anyhow::Result<Catalog> {
+    match database_url {
+        Some(url) if PostgresStore::handles(url) => {
+            let store = PostgresStore::open(url).context("cannot open the PostgreSQL course database")?;
+            // Never the URL: it may hold a password.
+            tracing::info!(database = "postgresql", "course database ready");
+            Ok(Catalog::new(store))
+        }
+        other => {
+            if other.is_some() {
+                tracing::warn!("DATABASE_URL is not a postgres:// or postgresql:// URL: ignored, using DATABASE_PATH");
+            }
+            let store = SqliteStore::open(database_path).context("cannot open the course database")?;
+            tracing::info!(database = %database_path.display(), "course database ready");
+            Ok(Catalog::new(store))
+        }
+    }
 }
 
 /// True for `localhost` and loopback IP addresses.

@@ -41,6 +41,12 @@ pub struct Settings {
     #[arg(long, env = "DATABASE_PATH", default_value = "./data/cursos.db")]
     pub database_path: PathBuf,
 
+    /// PostgreSQL connection URI (`postgres://user:password@host:5432/database`, libpq syntax).
+    /// When it starts with `postgres://` or `postgresql://`, the catalog is kept there (migrated at
+    /// start) instead of in DATABASE_PATH. Prefer the environment variable: flags show in `ps`.
+    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
+    pub database_url: Option<String>,
+
     /// The key clients must send as `Authorization: Bearer <key>`. Without one, a random key is
     /// generated at start and printed once. Prefer the environment variable: flags show in `ps`.
     #[arg(long, env = "API_KEY", hide_env_values = true)]

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Parser;
-use courses_domain::{Catalog, SqliteStore};
+use courses_domain::{Catalog, PostgresStore, SqliteStore};
 use mcp_server::{CursosServer, ServerOptions, ServerState, UnconfirmedArchive};
 use rmcp::ServiceExt;
 use tokio::io::{AsyncRead, ReadBuf};
@@ -22,6 +22,12 @@ struct Settings {
     /// SQLite database file; created with its folder and migrated at start.
     #[arg(long, env = "DATABASE_PATH", default_value = "./data/cursos.db")]
     database_path: PathBuf,
+
+    /// PostgreSQL connection URI (`postgres://user:password@host:5432/database`, libpq syntax).
+    /// When it starts with `postgres://` or `postgresql://`, the catalog is kept there (migrated at
+    /// start) instead of in DATABASE_PATH.
+    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
+    database_url: Option<String>,
 
     /// Also expose read-only tools mirroring the resources (listar_cursos, ler_curso), for hosts
     /// that give the model tools but not resources. Off by default: duplicates confuse models.
@@ -43,14 +49,28 @@ async fn main() -> anyhow::Result<()> {
         .with_ansi(std::io::stderr().is_terminal())
         .init();
 
-    let store = SqliteStore::open(&settings.database_path).context("cannot open the course database")?;
-    tracing::info!(database = %settings.database_path.display(), "mcp-cursos-stdio ready on stdin/stdout");
+    let catalog = match settings.database_url.as_deref() {
+        Some(url) if PostgresStore::handles(url) => {
+            let store = PostgresStore::open(url).context("cannot open the PostgreSQL course database")?;
+            // Never the URL: it may hold a password.
+            tracing::info!(database = "postgresql", "mcp-cursos-stdio ready on stdin/stdout");
+            Catalog::new(store)
+        }
+        other => {
+            if other.is_some() {
+                tracing::warn!("DATABASE_URL is not a postgres:// or postgresql:// URL: ignored, using DATABASE_PATH");
+            }
+            let store = SqliteStore::open(&settings.database_path).context("cannot open the course database")?;
+            tracing::info!(database = %settings.database_path.display(), "mcp-cursos-stdio ready on stdin/stdout");
+            Catalog::new(store)
+        }
+    };
     let options = ServerOptions {
         resource_tools: settings.resource_tools,
         legacy_subscriptions: true,
         unconfirmed_archive: settings.unconfirmed_archive,
     };
-    let state = ServerState::new(Catalog::new(store), options);
+    let state = ServerState::new(catalog, options);
     let stdin = EndOfInput::new(tokio::io::stdin(), state.clone());
     let running =
         CursosServer::new(&state).serve((stdin, tokio::io::stdout())).await.context("MCP handshake failed")?;

@@ -1,22 +1,156 @@
-//! The catalog's rules, exercised on a real SQLite file in a temporary folder.
+//! The catalog's rules, exercised on real stores: every rule on a SQLite file in a temporary
+//! folder and on a PostgreSQL schema of its own (`TEST_DATABASE_URL`, by default
+//! `postgres://postgres@127.0.0.1:5432/test`), through [`on_both_stores!`]. PostgreSQL is part of
+//! this project's machines and CI: when it cannot be reached, its tests fail, they do not skip.
 
 use std::sync::{Arc, Barrier};
 
+use diesel::connection::SimpleConnection;
+use diesel::{Connection, PgConnection};
+
 use crate::{
-    ArchiveCourseError, Catalog, CourseChanges, CourseId, CourseStore, CourseTitle, CreateCourseError, GetCourseError,
-    NewCourse, PageSize, Provenance, SqliteStore, UpdateCourseError, WorkloadHours,
+    ArchiveCourseError, Catalog, CourseChanges, CourseId, CourseTitle, CreateCourseError, GetCourseError, NewCourse,
+    PageSize, PostgresStore, Provenance, SqliteStore, UpdateCourseError, WorkloadHours,
 };
+
+/// Where the PostgreSQL tests run unless `TEST_DATABASE_URL` says otherwise.
+const DEFAULT_TEST_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
+
+/// Which store a test runs on.
+#[derive(Debug, Clone, Copy)]
+enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+impl Backend {
+    fn open_catalog(self) -> TestCatalog {
+        let database = TestDatabase::new(self);
+        TestCatalog { catalog: database.open(), _database: database }
+    }
+}
+
+/// A fresh, empty database for one test, removed when dropped: a SQLite file in a temporary
+/// folder, or a PostgreSQL schema of its own.
+enum TestDatabase {
+    Sqlite(tempfile::TempDir),
+    Postgres(TestSchema),
+}
+
+impl TestDatabase {
+    fn new(backend: Backend) -> Self {
+        match backend {
+            Backend::Sqlite => Self::Sqlite(tempfile::tempdir().expect("temp dir")),
+            Backend::Postgres => Self::Postgres(TestSchema::create()),
+        }
+    }
+
+    /// A catalog on a store of its own (its own pool, as another process would have).
+    fn open(&self) -> Catalog {
+        match self {
+            Self::Sqlite(folder) => {
+                Catalog::new(SqliteStore::open(&folder.path().join("nested/folder/cursos.db")).expect("open store"))
+            }
+            Self::Postgres(schema) => Catalog::new(schema.open()),
+        }
+    }
+}
+
+/// A uniquely named PostgreSQL schema, dropped with everything in it when the test ends (also
+/// when it fails).
+pub(crate) struct TestSchema {
+    url: String,
+    name: String,
+}
+
+impl TestSchema {
+    pub(crate) fn create() -> Self {
+        let url = std::env::var("TEST_DATABASE_URL").unwrap_or_else(|_| DEFAULT_TEST_DATABASE_URL.to_owned());
+        // Fails at once (not after a pool's timeout) when PostgreSQL is unreachable.
+        if let Err(error) = PgConnection::establish(&url) {
+            panic!(
+                "PostgreSQL is part of the test setup (TEST_DATABASE_URL, default {DEFAULT_TEST_DATABASE_URL}): {error}"
+            );
+        }
+        // The store creates it on open.
+        Self { url, name: format!("catalog_test_{}", uuid::Uuid::new_v4().simple()) }
+    }
+}
+
+impl TestSchema {
+    /// A store of its own (its own pool) on this schema.
+    pub(crate) fn open(&self) -> PostgresStore {
+        PostgresStore::open_in_schema(&self.url, &self.name).expect("open store")
+    }
+}
+
+impl Drop for TestSchema {
+    fn drop(&mut self) {
+        let dropped =
+            PgConnection::establish(&self.url).map_err(|error| error.to_string()).and_then(|mut connection| {
+                connection
+                    .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{}\" CASCADE", self.name))
+                    .map_err(|error| error.to_string())
+            });
+        if let Err(error) = dropped {
+            eprintln!("cannot drop the test schema {}: {error}", self.name);
+        }
+    }
+}
 
 struct TestCatalog {
     catalog: Catalog,
-    store: SqliteStore,
-    folder: tempfile::TempDir,
+    _database: TestDatabase,
 }
 
-fn open_catalog() -> TestCatalog {
-    let folder = tempfile::tempdir().expect("temp dir");
-    let store = SqliteStore::open(&folder.path().join("nested/folder/cursos.db")).expect("open store");
-    TestCatalog { catalog: Catalog::new(store.clone()), store, folder }
+/// Runs each named test (a function taking a [`Backend`]) once on SQLite and once on PostgreSQL,
+/// as `sqlite::<name>` and `postgres::<name>`. Async tests run on Tokio's test runtime.
+macro_rules! on_both_stores {
+    (async: $($async_test:ident),* $(,)?; sync: $($sync_test:ident),* $(,)?) => {
+        mod sqlite {
+            $(#[tokio::test] async fn $async_test() { super::$async_test(super::Backend::Sqlite).await; })*
+            $(#[test] fn $sync_test() { super::$sync_test(super::Backend::Sqlite); })*
+        }
+        mod postgres {
+            $(#[tokio::test] async fn $async_test() { super::$async_test(super::Backend::Postgres).await; })*
+            $(#[test] fn $sync_test() { super::$sync_test(super::Backend::Postgres); })*
+        }
+    };
+}
+
+on_both_stores! {
+    async:
+        a_created_course_is_active_and_readable_by_its_id,
+        a_title_already_used_by_an_active_course_is_refused_case_and_spacing_aside,
+        an_archived_courses_title_may_be_reused,
+        a_partial_update_changes_only_the_given_field_and_bumps_the_version,
+        an_update_with_nothing_to_change_is_refused,
+        an_update_to_the_current_values_writes_nothing,
+        an_update_of_an_unknown_course_is_refused,
+        an_archived_course_cannot_be_updated,
+        renaming_to_another_active_courses_title_is_refused_and_writes_nothing,
+        renaming_a_course_to_another_spelling_of_its_own_title_is_allowed,
+        archiving_twice_is_a_no_op_success,
+        archiving_an_unknown_course_is_refused,
+        reading_an_unknown_course_says_not_found,
+        an_archived_course_leaves_the_catalog_pages_and_count_but_stays_readable,
+        pages_walk_every_active_course_once_oldest_first,
+        a_page_exactly_full_has_no_next_page,
+        observers_hear_of_every_change_and_of_no_no_op,
+        the_active_count_stays_exact_through_creates_archives_and_refusals,
+        suggestions_rank_id_prefix_then_title_prefix_then_title_contains_and_skip_archived_courses,
+        a_write_that_expects_an_outdated_version_is_refused_and_changes_nothing,
+        a_retried_creation_with_the_same_key_returns_the_first_course_and_creates_nothing,
+        a_refused_idempotent_creation_leaves_its_key_unused,
+        every_accepted_write_is_in_the_history_newest_first_with_who_how_and_the_states,
+        refused_replayed_and_no_op_writes_leave_no_history,
+        a_long_history_is_paged_newest_first_without_gaps,
+        the_history_of_an_unknown_course_is_not_found;
+    sync:
+        two_concurrent_creates_of_the_same_title_from_two_connections_let_exactly_one_win,
+        concurrent_updates_of_different_fields_lose_neither,
+        concurrent_retries_of_one_key_from_two_connections_create_one_course,
+        concurrent_writers_record_exactly_one_history_entry_per_accepted_write,
 }
 
 fn new_course(title: &str, hours: i64) -> NewCourse {
@@ -39,9 +173,8 @@ fn hours(value: i64) -> WorkloadHours {
     WorkloadHours::parse(value).expect("valid hours")
 }
 
-#[tokio::test]
-async fn a_created_course_is_active_and_readable_by_its_id() {
-    let test = open_catalog();
+async fn a_created_course_is_active_and_readable_by_its_id(backend: Backend) {
+    let test = backend.open_catalog();
     let created = test.catalog.create(new_course("  Arquitetura de Software ", 12), by()).await.expect("created");
     assert_eq!(created.title().as_str(), "Arquitetura de Software");
     assert_eq!(created.workload_hours().get(), 12);
@@ -52,28 +185,28 @@ async fn a_created_course_is_active_and_readable_by_its_id() {
 
 #[tokio::test]
 async fn the_store_creates_its_folder_and_the_data_survives_reopening_the_file() {
-    let test = open_catalog();
-    let created = test.catalog.create(new_course("Rust", 40), by()).await.expect("created");
-    let path = test.store.path().to_owned();
-    drop(test.catalog);
-    drop(test.store);
+    let folder = tempfile::tempdir().expect("temp dir");
+    let store = SqliteStore::open(&folder.path().join("nested/folder/cursos.db")).expect("open store");
+    let catalog = Catalog::new(store.clone());
+    let created = catalog.create(new_course("Rust", 40), by()).await.expect("created");
+    let path = store.path().to_owned();
+    drop(catalog);
+    drop(store);
     let reopened = Catalog::new(SqliteStore::open(&path).expect("reopen"));
     assert_eq!(reopened.get(created.id()).await.expect("found"), created);
-    drop(test.folder);
+    drop(folder);
 }
 
-#[tokio::test]
-async fn a_title_already_used_by_an_active_course_is_refused_case_and_spacing_aside() {
-    let test = open_catalog();
+async fn a_title_already_used_by_an_active_course_is_refused_case_and_spacing_aside(backend: Backend) {
+    let test = backend.open_catalog();
     test.catalog.create(new_course("Arquitetura de Software", 12), by()).await.expect("created");
     let refused = test.catalog.create(new_course("  arquitetura   DE software", 30), by()).await;
     assert!(matches!(refused, Err(CreateCourseError::DuplicateTitle { .. })), "{refused:?}");
     assert_eq!(test.catalog.count_active().await.expect("count"), 1, "nothing was written");
 }
 
-#[tokio::test]
-async fn an_archived_courses_title_may_be_reused() {
-    let test = open_catalog();
+async fn an_archived_courses_title_may_be_reused(backend: Backend) {
+    let test = backend.open_catalog();
     let first = test.catalog.create(new_course("Rust", 10), by()).await.expect("created");
     test.catalog.archive(first.id(), by()).await.expect("archived");
     let second = test.catalog.create(new_course("rust", 20), by()).await.expect("title reused");
@@ -81,9 +214,8 @@ async fn an_archived_courses_title_may_be_reused() {
     assert!(test.catalog.get(first.id()).await.expect("still readable").is_archived());
 }
 
-#[tokio::test]
-async fn a_partial_update_changes_only_the_given_field_and_bumps_the_version() {
-    let test = open_catalog();
+async fn a_partial_update_changes_only_the_given_field_and_bumps_the_version(backend: Backend) {
+    let test = backend.open_catalog();
     let created = test.catalog.create(new_course("Rust", 10), by()).await.expect("created");
     let changes = CourseChanges { workload_hours: Some(hours(20)), ..CourseChanges::default() };
     let updated = test.catalog.update(created.id(), changes, by()).await.expect("updated");
@@ -93,33 +225,29 @@ async fn a_partial_update_changes_only_the_given_field_and_bumps_the_version() {
     assert_eq!(test.catalog.get(created.id()).await.expect("found"), updated);
 }
 
-#[tokio::test]
-async fn an_update_with_nothing_to_change_is_refused() {
-    let test = open_catalog();
+async fn an_update_with_nothing_to_change_is_refused(backend: Backend) {
+    let test = backend.open_catalog();
     let created = test.catalog.create(new_course("Rust", 10), by()).await.expect("created");
     let refused = test.catalog.update(created.id(), CourseChanges::default(), by()).await;
     assert!(matches!(refused, Err(UpdateCourseError::NothingToUpdate)), "{refused:?}");
 }
 
-#[tokio::test]
-async fn an_update_to_the_current_values_writes_nothing() {
-    let test = open_catalog();
+async fn an_update_to_the_current_values_writes_nothing(backend: Backend) {
+    let test = backend.open_catalog();
     let created = test.catalog.create(new_course("Rust", 10), by()).await.expect("created");
     let same = CourseChanges { title: Some(title("Rust")), workload_hours: Some(hours(10)) };
     assert_eq!(test.catalog.update(created.id(), same, by()).await.expect("accepted"), created);
 }
 
-#[tokio::test]
-async fn an_update_of_an_unknown_course_is_refused() {
-    let test = open_catalog();
+async fn an_update_of_an_unknown_course_is_refused(backend: Backend) {
+    let test = backend.open_catalog();
     let changes = CourseChanges { workload_hours: Some(hours(20)), ..CourseChanges::default() };
     let refused = test.catalog.update(CourseId::generate(), changes, by()).await;
     assert!(matches!(refused, Err(UpdateCourseError::NotFound { .. })), "{refused:?}");
 }
 
-#[tokio::test]
-async fn an_archived_course_cannot_be_updated() {
-    let test = open_catalog();
+async fn an_archived_course_cannot_be_updated(backend: Backend) {
+    let test = backend.open_catalog();
     let created = test.catalog.create(new_course("Rust", 10), by()).await.expect("created");
     let archived = test.catalog.archive(created.id(), by()).await.expect("archived");
     let changes = CourseChanges { title: Some(title("Go")), ..CourseChanges::default() };
@@ -128,9 +256,8 @@ async fn an_archived_course_cannot_be_updated() {
     assert_eq!(test.catalog.get(created.id()).await.expect("found"), archived, "nothing was written");
 }
 
-#[tokio::test]
-async fn renaming_to_another_active_courses_title_is_refused_and_writes_nothing() {
-    let test = open_catalog();
+async fn renaming_to_another_active_courses_title_is_refused_and_writes_nothing(backend: Backend) {
+    let test = backend.open_catalog();
     test.catalog.create(new_course("Rust", 10), by()).await.expect("created");
     let go = test.catalog.create(new_course("Go", 10), by()).await.expect("created");
     let changes = CourseChanges { title: Some(title("RUST")), workload_hours: Some(hours(99)) };
@@ -139,9 +266,8 @@ async fn renaming_to_another_active_courses_title_is_refused_and_writes_nothing(
     assert_eq!(test.catalog.get(go.id()).await.expect("found"), go);
 }
 
-#[tokio::test]
-async fn renaming_a_course_to_another_spelling_of_its_own_title_is_allowed() {
-    let test = open_catalog();
+async fn renaming_a_course_to_another_spelling_of_its_own_title_is_allowed(backend: Backend) {
+    let test = backend.open_catalog();
     let created = test.catalog.create(new_course("rust avançado", 10), by()).await.expect("created");
     let changes = CourseChanges { title: Some(title("Rust Avançado")), ..CourseChanges::default() };
     assert_eq!(
@@ -150,9 +276,8 @@ async fn renaming_a_course_to_another_spelling_of_its_own_title_is_allowed() {
     );
 }
 
-#[tokio::test]
-async fn archiving_twice_is_a_no_op_success() {
-    let test = open_catalog();
+async fn archiving_twice_is_a_no_op_success(backend: Backend) {
+    let test = backend.open_catalog();
     let created = test.catalog.create(new_course("Rust", 10), by()).await.expect("created");
     let first = test.catalog.archive(created.id(), by()).await.expect("archived");
     let second = test.catalog.archive(created.id(), by()).await.expect("archived again");
@@ -161,22 +286,19 @@ async fn archiving_twice_is_a_no_op_success() {
     assert_eq!(first.version(), 2);
 }
 
-#[tokio::test]
-async fn archiving_an_unknown_course_is_refused() {
-    let test = open_catalog();
+async fn archiving_an_unknown_course_is_refused(backend: Backend) {
+    let test = backend.open_catalog();
     let refused = test.catalog.archive(CourseId::generate(), by()).await;
     assert!(matches!(refused, Err(ArchiveCourseError::NotFound { .. })), "{refused:?}");
 }
 
-#[tokio::test]
-async fn reading_an_unknown_course_says_not_found() {
-    let test = open_catalog();
+async fn reading_an_unknown_course_says_not_found(backend: Backend) {
+    let test = backend.open_catalog();
     assert!(matches!(test.catalog.get(CourseId::generate()).await, Err(GetCourseError::NotFound { .. })));
 }
 
-#[tokio::test]
-async fn an_archived_course_leaves_the_catalog_pages_and_count_but_stays_readable() {
-    let test = open_catalog();
+async fn an_archived_course_leaves_the_catalog_pages_and_count_but_stays_readable(backend: Backend) {
+    let test = backend.open_catalog();
     let kept = test.catalog.create(new_course("Rust", 10), by()).await.expect("created");
     let gone = test.catalog.create(new_course("Go", 10), by()).await.expect("created");
     test.catalog.archive(gone.id(), by()).await.expect("archived");
@@ -187,9 +309,8 @@ async fn an_archived_course_leaves_the_catalog_pages_and_count_but_stays_readabl
     assert!(test.catalog.get(gone.id()).await.expect("readable").is_archived());
 }
 
-#[tokio::test]
-async fn pages_walk_every_active_course_once_oldest_first() {
-    let test = open_catalog();
+async fn pages_walk_every_active_course_once_oldest_first(backend: Backend) {
+    let test = backend.open_catalog();
     let mut created = Vec::new();
     for number in 0..250 {
         created.push(test.catalog.create(new_course(&format!("Curso {number:03}"), 10), by()).await.expect("created"));
@@ -211,9 +332,8 @@ async fn pages_walk_every_active_course_once_oldest_first() {
     assert_eq!(seen, created, "creation order, even for courses created in the same millisecond");
 }
 
-#[tokio::test]
-async fn a_page_exactly_full_has_no_next_page() {
-    let test = open_catalog();
+async fn a_page_exactly_full_has_no_next_page(backend: Backend) {
+    let test = backend.open_catalog();
     for number in 0..5 {
         test.catalog.create(new_course(&format!("Curso {number}"), 10), by()).await.expect("created");
     }
@@ -225,19 +345,19 @@ async fn a_page_exactly_full_has_no_next_page() {
     assert_eq!((rest.courses.len(), rest.next), (1, None));
 }
 
-/// Runs `calls[i]` on `stores[i]`'s catalog, each on its own thread and runtime, released together
-/// by a barrier: two processes sharing one file, racing. Returns the outcomes in order.
-fn race<T, F>(stores: &[SqliteStore; 2], calls: [Box<dyn FnOnce(Catalog) -> F + Send>; 2]) -> Vec<T>
+/// Runs `calls[i]` on `catalogs[i]`, each on its own thread and runtime, released together by a
+/// barrier: two processes sharing one database, racing. Returns the outcomes in order.
+fn race<T, F>(catalogs: &[Catalog; 2], calls: [Box<dyn FnOnce(Catalog) -> F + Send>; 2]) -> Vec<T>
 where
     T: Send + 'static,
     F: std::future::Future<Output = T> + 'static,
 {
     let barrier = Arc::new(Barrier::new(2));
-    let threads: Vec<_> = stores
+    let threads: Vec<_> = catalogs
         .iter()
         .zip(calls)
-        .map(|(store, call)| {
-            let catalog = Catalog::new(store.clone());
+        .map(|(catalog, call)| {
+            let catalog = catalog.clone();
             let barrier = Arc::clone(&barrier);
             std::thread::spawn(move || {
                 let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
@@ -249,17 +369,15 @@ where
     threads.into_iter().map(|thread| thread.join().expect("thread")).collect()
 }
 
-#[test]
-fn two_concurrent_creates_of_the_same_title_from_two_connections_let_exactly_one_win() {
-    let folder = tempfile::tempdir().expect("temp dir");
-    let path = folder.path().join("cursos.db");
-    // Two stores, two pools: as two processes sharing one file would.
-    let stores = [SqliteStore::open(&path).expect("open"), SqliteStore::open(&path).expect("open")];
+fn two_concurrent_creates_of_the_same_title_from_two_connections_let_exactly_one_win(backend: Backend) {
+    let database = TestDatabase::new(backend);
+    // Two stores, two pools: as two processes sharing one database would.
+    let catalogs = [database.open(), database.open()];
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
     for round in 0..20 {
         let title = format!("Concorrência {round}");
         let outcomes: Vec<_> = race(
-            &stores,
+            &catalogs,
             [title.clone(), title].map(|title| -> Box<dyn FnOnce(Catalog) -> _ + Send> {
                 Box::new(move |catalog: Catalog| async move { catalog.create(new_course(&title, 10), by()).await })
             }),
@@ -269,20 +387,19 @@ fn two_concurrent_creates_of_the_same_title_from_two_connections_let_exactly_one
             outcomes.iter().filter(|outcome| matches!(outcome, Err(CreateCourseError::DuplicateTitle { .. }))).count();
         assert_eq!((winners, duplicates), (1, 1), "round {round}: {outcomes:?}");
     }
-    let count = runtime.block_on(Catalog::new(stores[0].clone()).count_active()).expect("count");
+    let count = runtime.block_on(catalogs[0].clone().count_active()).expect("count");
     assert_eq!(count, 20);
-    assert_eq!(stores[1].count_active().expect("count"), 20);
+    assert_eq!(runtime.block_on(catalogs[1].count_active()).expect("count"), 20);
 }
 
-#[test]
-fn concurrent_updates_of_different_fields_lose_neither() {
-    let folder = tempfile::tempdir().expect("temp dir");
-    let path = folder.path().join("cursos.db");
-    let stores = [SqliteStore::open(&path).expect("open"), SqliteStore::open(&path).expect("open")];
+fn concurrent_updates_of_different_fields_lose_neither(backend: Backend) {
+    let database = TestDatabase::new(backend);
+    // Two stores, two pools: as two processes sharing one database would.
+    let catalogs = [database.open(), database.open()];
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
     for round in 0..10 {
         let created = runtime
-            .block_on(Catalog::new(stores[0].clone()).create(new_course(&format!("Curso {round}"), 10), by()))
+            .block_on(catalogs[0].clone().create(new_course(&format!("Curso {round}"), 10), by()))
             .expect("created");
         let changes = [
             CourseChanges { title: Some(title(&format!("Renomeado {round}"))), ..CourseChanges::default() },
@@ -290,7 +407,7 @@ fn concurrent_updates_of_different_fields_lose_neither() {
         ];
         let id = created.id();
         let outcomes = race(
-            &stores,
+            &catalogs,
             changes.map(|change| -> Box<dyn FnOnce(Catalog) -> _ + Send> {
                 Box::new(move |catalog: Catalog| async move { catalog.update(id, change, by()).await })
             }),
@@ -298,7 +415,7 @@ fn concurrent_updates_of_different_fields_lose_neither() {
         for outcome in outcomes {
             outcome.expect("update accepted");
         }
-        let after = runtime.block_on(Catalog::new(stores[1].clone()).get(created.id())).expect("found");
+        let after = runtime.block_on(catalogs[1].clone().get(created.id())).expect("found");
         assert_eq!(
             (after.title().as_str(), after.workload_hours().get(), after.version()),
             (format!("Renomeado {round}").as_str(), 99, 3)
@@ -315,9 +432,8 @@ impl crate::CatalogObserver for RecordingObserver {
     }
 }
 
-#[tokio::test]
-async fn observers_hear_of_every_change_and_of_no_no_op() {
-    let test = open_catalog();
+async fn observers_hear_of_every_change_and_of_no_no_op(backend: Backend) {
+    let test = backend.open_catalog();
     let observer = Arc::new(RecordingObserver::default());
     let catalog = test.catalog.clone().with_observer(observer.clone());
     let created = catalog.create(new_course("Rust", 10), by()).await.expect("created");
@@ -348,9 +464,8 @@ async fn observers_hear_of_every_change_and_of_no_no_op() {
     assert!(matches!(changes[4], crate::CourseChange::Created(_)));
 }
 
-#[tokio::test]
-async fn the_active_count_stays_exact_through_creates_archives_and_refusals() {
-    let test = open_catalog();
+async fn the_active_count_stays_exact_through_creates_archives_and_refusals(backend: Backend) {
+    let test = backend.open_catalog();
     let mut ids = Vec::new();
     for number in 0..7 {
         ids.push(test.catalog.create(new_course(&format!("Curso {number}"), 10), by()).await.expect("created").id());
@@ -368,9 +483,8 @@ async fn the_active_count_stays_exact_through_creates_archives_and_refusals() {
     assert_eq!(page.courses.len(), 5, "the counter agrees with the rows");
 }
 
-#[tokio::test]
-async fn suggestions_rank_id_prefix_then_title_prefix_then_title_contains_and_skip_archived_courses() {
-    let test = open_catalog();
+async fn suggestions_rank_id_prefix_then_title_prefix_then_title_contains_and_skip_archived_courses(backend: Backend) {
+    let test = backend.open_catalog();
     let introduction = test.catalog.create(new_course("Introdução a Rust", 10), by()).await.expect("created");
     let rust = test.catalog.create(new_course("Rust Avançado", 10), by()).await.expect("created");
     let archived = test.catalog.create(new_course("Rust Legado", 10), by()).await.expect("created");
@@ -403,9 +517,8 @@ async fn suggestions_rank_id_prefix_then_title_prefix_then_title_contains_and_sk
     assert!(test.catalog.suggest("a\" OR \"b", 100).await.expect("quotes are data").is_empty());
 }
 
-#[tokio::test]
-async fn a_write_that_expects_an_outdated_version_is_refused_and_changes_nothing() {
-    let test = open_catalog();
+async fn a_write_that_expects_an_outdated_version_is_refused_and_changes_nothing(backend: Backend) {
+    let test = backend.open_catalog();
     let created = test.catalog.create(new_course("Rust", 10), by()).await.expect("created");
     let renamed = test
         .catalog
@@ -435,9 +548,8 @@ async fn a_write_that_expects_an_outdated_version_is_refused_and_changes_nothing
     assert!(archived.is_archived());
 }
 
-#[tokio::test]
-async fn a_retried_creation_with_the_same_key_returns_the_first_course_and_creates_nothing() {
-    let test = open_catalog();
+async fn a_retried_creation_with_the_same_key_returns_the_first_course_and_creates_nothing(backend: Backend) {
+    let test = backend.open_catalog();
     let key = crate::IdempotencyKey::parse("pedido-42").expect("key");
     let first = test.catalog.create_idempotent(new_course("Rust", 10), key.clone(), by()).await.expect("created");
     assert!(!first.replayed);
@@ -450,9 +562,8 @@ async fn a_retried_creation_with_the_same_key_returns_the_first_course_and_creat
     assert_eq!(test.catalog.count_active().await.expect("count"), 1);
 }
 
-#[tokio::test]
-async fn a_refused_idempotent_creation_leaves_its_key_unused() {
-    let test = open_catalog();
+async fn a_refused_idempotent_creation_leaves_its_key_unused(backend: Backend) {
+    let test = backend.open_catalog();
     test.catalog.create(new_course("Rust", 10), by()).await.expect("created");
     let key = crate::IdempotencyKey::parse("k1").expect("key");
     let refused = test.catalog.create_idempotent(new_course("rust", 10), key.clone(), by()).await;
@@ -462,16 +573,15 @@ async fn a_refused_idempotent_creation_leaves_its_key_unused() {
     assert!(!created.replayed);
 }
 
-#[test]
-fn concurrent_retries_of_one_key_from_two_connections_create_one_course() {
-    let folder = tempfile::tempdir().expect("temp dir");
-    let path = folder.path().join("cursos.db");
-    let stores = [SqliteStore::open(&path).expect("open"), SqliteStore::open(&path).expect("open")];
+fn concurrent_retries_of_one_key_from_two_connections_create_one_course(backend: Backend) {
+    let database = TestDatabase::new(backend);
+    // Two stores, two pools: as two processes sharing one database would.
+    let catalogs = [database.open(), database.open()];
     for round in 0..10 {
         let key = crate::IdempotencyKey::parse(&format!("chave-{round}")).expect("key");
         let title = format!("Curso {round}");
         let outcomes: Vec<_> = race(
-            &stores,
+            &catalogs,
             [(title.clone(), key.clone()), (title, key)].map(|(title, key)| -> Box<dyn FnOnce(Catalog) -> _ + Send> {
                 Box::new(move |catalog: Catalog| async move {
                     catalog.create_idempotent(new_course(&title, 10), key, by()).await
@@ -484,16 +594,16 @@ fn concurrent_retries_of_one_key_from_two_connections_create_one_course() {
         assert_eq!(outcomes[0].course, outcomes[1].course, "round {round}: the same course");
         assert_eq!(outcomes.iter().filter(|created| created.replayed).count(), 1, "round {round}");
     }
-    assert_eq!(stores[0].count_active().expect("count"), 10);
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    assert_eq!(runtime.block_on(catalogs[0].count_active()).expect("count"), 10);
 }
 
 fn as_author(author: &str, tool: &str, arguments: &str) -> Provenance {
     Provenance::new(author, tool, arguments)
 }
 
-#[tokio::test]
-async fn every_accepted_write_is_in_the_history_newest_first_with_who_how_and_the_states() {
-    let test = open_catalog();
+async fn every_accepted_write_is_in_the_history_newest_first_with_who_how_and_the_states(backend: Backend) {
+    let test = backend.open_catalog();
     let created = test.catalog.create(new_course("Rust", 10), as_author("ana", "criar_curso", "{\"a\":1}")).await;
     let created = created.expect("created");
     let changes = CourseChanges { workload_hours: Some(hours(20)), ..CourseChanges::default() };
@@ -532,9 +642,8 @@ async fn every_accepted_write_is_in_the_history_newest_first_with_who_how_and_th
     assert_eq!(history.entries[0].recorded_at, archived.updated_at());
 }
 
-#[tokio::test]
-async fn refused_replayed_and_no_op_writes_leave_no_history() {
-    let test = open_catalog();
+async fn refused_replayed_and_no_op_writes_leave_no_history(backend: Backend) {
+    let test = backend.open_catalog();
     let created = test.catalog.create(new_course("Rust", 10), by()).await.expect("created");
     let key = crate::IdempotencyKey::parse("k1").expect("key");
     let other = test.catalog.create_idempotent(new_course("Go", 5), key.clone(), by()).await.expect("created");
@@ -555,9 +664,8 @@ async fn refused_replayed_and_no_op_writes_leave_no_history() {
     assert_eq!(history.entries.len(), 2, "creation and one archiving: {history:?}");
 }
 
-#[tokio::test]
-async fn a_long_history_is_paged_newest_first_without_gaps() {
-    let test = open_catalog();
+async fn a_long_history_is_paged_newest_first_without_gaps(backend: Backend) {
+    let test = backend.open_catalog();
     let created = test.catalog.create(new_course("Rust", 1), by()).await.expect("created");
     for value in 2..=250 {
         let changes = CourseChanges { workload_hours: Some(hours(value)), ..CourseChanges::default() };
@@ -579,25 +687,22 @@ async fn a_long_history_is_paged_newest_first_without_gaps() {
     assert_eq!(versions, (1..=250).rev().collect::<Vec<u64>>());
 }
 
-#[tokio::test]
-async fn the_history_of_an_unknown_course_is_not_found() {
-    let test = open_catalog();
+async fn the_history_of_an_unknown_course_is_not_found(backend: Backend) {
+    let test = backend.open_catalog();
     let refused = test.catalog.history(CourseId::generate(), None, PageSize::default()).await;
     assert!(matches!(refused, Err(GetCourseError::NotFound { .. })), "{refused:?}");
 }
 
-#[test]
-fn concurrent_writers_record_exactly_one_history_entry_per_accepted_write() {
-    let folder = tempfile::tempdir().expect("temp dir");
-    let path = folder.path().join("cursos.db");
-    let stores = [SqliteStore::open(&path).expect("open"), SqliteStore::open(&path).expect("open")];
+fn concurrent_writers_record_exactly_one_history_entry_per_accepted_write(backend: Backend) {
+    let database = TestDatabase::new(backend);
+    // Two stores, two pools: as two processes sharing one database would.
+    let catalogs = [database.open(), database.open()];
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
-    let created =
-        runtime.block_on(Catalog::new(stores[0].clone()).create(new_course("Curso", 1), by())).expect("created");
+    let created = runtime.block_on(catalogs[0].clone().create(new_course("Curso", 1), by())).expect("created");
     let id = created.id();
     for round in 0..10_i64 {
         let outcomes = race(
-            &stores,
+            &catalogs,
             [2 * round + 2, 2 * round + 3].map(|value| -> Box<dyn FnOnce(Catalog) -> _ + Send> {
                 Box::new(move |catalog: Catalog| async move {
                     let changes = CourseChanges { workload_hours: Some(hours(value)), ..CourseChanges::default() };
@@ -609,7 +714,7 @@ fn concurrent_writers_record_exactly_one_history_entry_per_accepted_write() {
             outcome.expect("update accepted");
         }
     }
-    let catalog = Catalog::new(stores[1].clone());
+    let catalog = catalogs[1].clone();
     let course = runtime.block_on(catalog.get(id)).expect("found");
     let history = runtime.block_on(catalog.history(id, None, PageSize::default())).expect("history");
     assert_eq!(course.version(), 21);

@@ -3,7 +3,8 @@
 //! - Newtypes that parse at the boundary: [`CourseId`], [`CourseTitle`], [`WorkloadHours`].
 //!   A value of one of these types already passed its rule.
 //! - The entity [`Course`] and the operations of the [`Catalog`], each with its own error type.
-//! - The persistence seam [`CourseStore`], and its default implementation [`SqliteStore`].
+//! - The persistence seam [`CourseStore`], its default implementation [`SqliteStore`], and
+//!   [`PostgresStore`] for a shared PostgreSQL database.
 //!
 //! **Architecture invariant:** this crate knows nothing of MCP, JSON-RPC, HTTP or serialization.
 //! Its types derive neither `Serialize` nor `JsonSchema`; the server library converts them by hand.
@@ -17,6 +18,7 @@ mod course_title;
 mod history;
 mod idempotency_key;
 mod page;
+mod postgres;
 mod sqlite;
 mod store;
 mod workload_hours;
@@ -34,6 +36,7 @@ pub use course_title::{CourseTitle, CourseTitleError, comparison_key_of};
 pub use history::{HistoryEntry, HistoryPage, Provenance};
 pub use idempotency_key::{IdempotencyKey, IdempotencyKeyError};
 pub use page::{CoursePage, PageCursor, PageCursorError, PageSize};
+pub use postgres::{OpenPostgresStoreError, PostgresStore};
 pub use sqlite::{OpenStoreError, SqliteStore};
 pub use store::{CourseStore, IdempotentInsert, PoolStatus, Replaced, StoreError, WriteError};
 pub use time::OffsetDateTime;

@@ -1,0 +1,731 @@
+//! [`PostgresStore`]: the [`CourseStore`] on a PostgreSQL database, through diesel.
+//!
+//! libpq (and the OpenSSL it uses for TLS) is built from source (`pq-sys/bundled`,
+//! `openssl-sys/vendored`): the build needs no system PostgreSQL library (ADR 0018). The embedded
+//! migrations (`migrations_postgres/`) run on open, one process at a time under an advisory lock.
+//!
+//! Writes run in READ COMMITTED transactions. The rules that need more than that:
+//! - Duplicate titles: the partial unique index `courses_active_title_key` refuses them, also
+//!   between concurrent writers; a violation of that index is [`WriteError::DuplicateTitle`].
+//! - Creation order: every write that adds to or removes from the active set (a creation, an
+//!   archiving) first locks the single `catalog_counters` row, which the counting triggers would
+//!   lock anyway. A creation draws its position under that lock, so positions commit in order and a
+//!   reader's keyset cursor never skips a course that commits later (ADR 0008's caveat).
+//! - Idempotency: the key is looked up under the same lock, so two retries of one key never both
+//!   find it unused.
+//! - `replace` is a compare-and-swap: `UPDATE ... WHERE id = $1 AND version = $2`; PostgreSQL
+//!   re-checks the version on the row a concurrent writer committed.
+
+use std::time::Duration;
+
+use diesel::connection::SimpleConnection;
+use diesel::pg::PgConnection;
+use diesel::prelude::*;
+use diesel::r2d2::{ConnectionManager, CustomizeConnection, Pool, PooledConnection};
+use diesel::result::{DatabaseErrorKind, Error as DieselError};
+use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
+use time::OffsetDateTime;
+
+use crate::store::{IdempotentInsert, Replaced, WriteError};
+use crate::{
+    Course, CourseId, CourseStore, CourseTitle, HistoryEntry, IdempotencyKey, PageCursor, Provenance, StoreError,
+    WorkloadHours,
+};
+
+const MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations_postgres");
+
+/// The advisory lock (database-wide) held while migrating, so that several processes may start at
+/// once, whatever schema each one uses.
+pub(crate) const MIGRATION_LOCK: i64 = 0x6d63_705f_6375_7273; // "mcp_curs"
+
+/// Connections kept by the pool.
+const POOL_SIZE: u32 = 8;
+/// How long a caller waits for a pooled connection (or a new one) before failing.
+const CONNECTION_TIMEOUT: Duration = Duration::from_secs(30);
+/// The name of the partial unique index on active title keys.
+const TITLE_INDEX: &str = "courses_active_title_key";
+
+mod schema {
+    diesel::table! {
+        courses (position) {
+            position -> BigInt,
+            id -> Text,
+            title -> Text,
+            title_key -> Text,
+            workload_hours -> Integer,
+            archived -> Bool,
+            version -> BigInt,
+            created_at -> Timestamptz,
+            updated_at -> Timestamptz,
+        }
+    }
+
+    diesel::table! {
+        course_creations (idempotency_key) {
+            idempotency_key -> Text,
+            fingerprint -> Text,
+            course_id -> Text,
+            created_at -> Timestamptz,
+        }
+    }
+
+    diesel::table! {
+        course_history (seq) {
+            seq -> BigInt,
+            course_id -> Text,
+            author -> Text,
+            tool -> Text,
+            arguments -> Text,
+            before_title -> Nullable<Text>,
+            before_workload_hours -> Nullable<Integer>,
+            before_archived -> Nullable<Bool>,
+            before_version -> Nullable<BigInt>,
+            before_updated_at -> Nullable<Timestamptz>,
+            after_title -> Text,
+            after_workload_hours -> Integer,
+            after_archived -> Bool,
+            after_version -> BigInt,
+            after_updated_at -> Timestamptz,
+        }
+    }
+
+    diesel::table! {
+        catalog_counters (singleton) {
+            singleton -> Integer,
+            active_courses -> BigInt,
+        }
+    }
+}
+
+use schema::{catalog_counters, course_creations, course_history, courses};
+
+/// Why [`PostgresStore::open`] failed. Its text never contains the database URL (which may hold a
+/// password).
+#[derive(Debug, thiserror::Error)]
+pub enum OpenPostgresStoreError {
+    /// The schema name is not a plain lowercase identifier.
+    #[error("invalid schema name {schema:?}: use 1 to 63 of a-z, 0-9 and '_', not starting with a digit")]
+    InvalidSchema {
+        /// The name that was given.
+        schema: String,
+    },
+    /// The database could not be reached or configured.
+    #[error("cannot connect to the PostgreSQL database")]
+    Connect {
+        /// The cause.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The embedded migrations could not be applied.
+    #[error("cannot migrate the PostgreSQL database")]
+    Migrate {
+        /// The cause.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+}
+
+/// The PostgreSQL course store: a pool of connections to one database (and, optionally, one schema).
+#[derive(Clone)]
+pub struct PostgresStore {
+    pool: Pool<ConnectionManager<PgConnection>>,
+    schema: Option<String>,
+}
+
+impl std::fmt::Debug for PostgresStore {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the URL: it may hold a password.
+        formatter.debug_struct("PostgresStore").field("schema", &self.schema).finish_non_exhaustive()
+    }
+}
+
+/// Puts every new connection of the pool in the store's schema.
+#[derive(Debug)]
+struct SearchPath(String);
+
+impl CustomizeConnection<PgConnection, diesel::r2d2::Error> for SearchPath {
+    fn on_acquire(&self, connection: &mut PgConnection) -> Result<(), diesel::r2d2::Error> {
+        connection.batch_execute(&self.0).map_err(diesel::r2d2::Error::QueryError)
+    }
+}
+
+/// True for a plain lowercase SQL identifier, safe to put between double quotes.
+fn is_plain_identifier(name: &str) -> bool {
+    (1..=63).contains(&name.len())
+        && name.bytes().all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'_')
+        && !name.starts_with(|character: char| character.is_ascii_digit())
+}
+
+impl PostgresStore {
+    /// True when `url` is a PostgreSQL connection URI (`postgres://…` or `postgresql://…`): what the
+    /// apps open with this store rather than with [`SqliteStore`](crate::SqliteStore).
+    #[must_use]
+    pub fn handles(url: &str) -> bool {
+        url.starts_with("postgres://") || url.starts_with("postgresql://")
+    }
+
+    /// Connects to the database at `url` (`postgres://user:password@host:port/database?...`, any
+    /// libpq connection URI) and applies the embedded migrations in the connection's current schema
+    /// (the first of its `search_path`, usually `public`). Several processes may open the same
+    /// database at once.
+    ///
+    /// # Errors
+    /// [`OpenPostgresStoreError`] when the database cannot be reached or migrated.
+    pub fn open(url: &str) -> Result<Self, OpenPostgresStoreError> {
+        Self::build(url, None)
+    }
+
+    /// Like [`open`](Self::open), but keeps the catalog in `schema` (created if missing), so that
+    /// several catalogs can share one database: every connection's `search_path` is
+    /// `"<schema>", public`. `pg_trgm`, which is database-wide, is created in `public` if it is
+    /// missing, so that dropping one catalog's schema never drops another's index.
+    ///
+    /// # Errors
+    /// [`OpenPostgresStoreError::InvalidSchema`] unless `schema` is 1 to 63 of `a-z`, `0-9` and
+    /// `_`, not starting with a digit; otherwise as [`open`](Self::open).
+    pub fn open_in_schema(url: &str, schema: &str) -> Result<Self, OpenPostgresStoreError> {
+        if !is_plain_identifier(schema) {
+            return Err(OpenPostgresStoreError::InvalidSchema { schema: schema.to_owned() });
+        }
+        Self::build(url, Some(schema))
+    }
+
+    fn build(url: &str, schema: Option<&str>) -> Result<Self, OpenPostgresStoreError> {
+        let connect_error =
+            |source: Box<dyn std::error::Error + Send + Sync>| OpenPostgresStoreError::Connect { source };
+        let mut builder = Pool::builder().max_size(POOL_SIZE).min_idle(Some(1)).connection_timeout(CONNECTION_TIMEOUT);
+        if let Some(schema) = schema {
+            // Before the pool exists: its connections need the schema on their search_path.
+            let mut connection = PgConnection::establish(url).map_err(|error| connect_error(error.into()))?;
+            connection
+                .transaction(|connection| {
+                    connection.batch_execute(&format!(
+                        "SELECT pg_advisory_xact_lock({MIGRATION_LOCK});
+                         CREATE SCHEMA IF NOT EXISTS \"{schema}\";
+                         CREATE EXTENSION IF NOT EXISTS pg_trgm WITH SCHEMA public;"
+                    ))
+                })
+                .map_err(|error| OpenPostgresStoreError::Migrate { source: error.into() })?;
+            builder =
+                builder.connection_customizer(Box::new(SearchPath(format!("SET search_path TO \"{schema}\", public"))));
+        }
+        let pool =
+            builder.build(ConnectionManager::<PgConnection>::new(url)).map_err(|error| connect_error(error.into()))?;
+        let mut connection = pool.get().map_err(|error| connect_error(error.into()))?;
+        // One process migrates at a time: the others wait for the lock, then find nothing to do.
+        connection
+            .transaction(|connection| {
+                connection.batch_execute(&format!("SELECT pg_advisory_xact_lock({MIGRATION_LOCK})"))?;
+                connection.run_pending_migrations(MIGRATIONS).map(|_| ()).map_err(|error| {
+                    // Carry the migration error out of diesel's transaction closure.
+                    DieselError::QueryBuilderError(error)
+                })
+            })
+            .map_err(|error| OpenPostgresStoreError::Migrate { source: error.into() })?;
+        drop(connection);
+        tracing::debug!(schema = schema.unwrap_or("(search_path)"), "PostgreSQL course store opened");
+        Ok(Self { pool, schema: schema.map(str::to_owned) })
+    }
+
+    /// The schema given to [`open_in_schema`](Self::open_in_schema), if any.
+    #[must_use]
+    pub fn schema(&self) -> Option<&str> {
+        self.schema.as_deref()
+    }
+
+    fn connection(&self) -> Result<PooledConnection<ConnectionManager<PgConnection>>, StoreError> {
+        self.pool.get().map_err(|error| StoreError::new("no database connection available", error))
+    }
+}
+
+#[derive(Debug, Queryable, QueryableByName, Selectable, Insertable, AsChangeset)]
+#[diesel(table_name = courses, check_for_backend(diesel::pg::Pg))]
+struct CourseRow {
+    id: String,
+    title: String,
+    title_key: String,
+    workload_hours: i32,
+    archived: bool,
+    version: i64,
+    created_at: OffsetDateTime,
+    updated_at: OffsetDateTime,
+}
+
+impl CourseRow {
+    fn from_course(course: &Course) -> Result<Self, StoreError> {
+        Ok(Self {
+            id: course.id().to_string(),
+            title: course.title().as_str().to_owned(),
+            title_key: course.title().comparison_key(),
+            workload_hours: i32::from(course.workload_hours().get()),
+            archived: course.is_archived(),
+            version: i64::try_from(course.version()).map_err(|error| StoreError::new("version out of range", error))?,
+            created_at: course.created_at(),
+            updated_at: course.updated_at(),
+        })
+    }
+
+    fn into_course(self) -> Result<Course, StoreError> {
+        let invalid = |_| StoreError::message("a stored course breaks the catalog's rules");
+        Ok(Course::from_stored(
+            CourseId::parse(&self.id).map_err(|_| StoreError::message("a stored course id is invalid"))?,
+            CourseTitle::parse(&self.title).map_err(|_| StoreError::message("a stored course title is invalid"))?,
+            WorkloadHours::parse(i64::from(self.workload_hours))
+                .map_err(|_| StoreError::message("a stored workload is invalid"))?,
+            self.archived,
+            u64::try_from(self.version).map_err(invalid)?,
+            self.created_at.to_offset(time::UtcOffset::UTC),
+            self.updated_at.to_offset(time::UtcOffset::UTC),
+        ))
+    }
+}
+
+/// One revision of a course as the history keeps it (the fields a write can change).
+#[derive(Debug)]
+struct Snapshot {
+    title: String,
+    workload_hours: i32,
+    archived: bool,
+    version: i64,
+    updated_at: OffsetDateTime,
+}
+
+impl Snapshot {
+    fn of(row: &CourseRow) -> Self {
+        Self {
+            title: row.title.clone(),
+            workload_hours: row.workload_hours,
+            archived: row.archived,
+            version: row.version,
+            updated_at: row.updated_at,
+        }
+    }
+
+    /// The course at this revision (id and creation time never change).
+    fn into_course(self, course: &Course) -> Result<Course, StoreError> {
+        CourseRow {
+            id: course.id().to_string(),
+            title_key: String::new(),
+            title: self.title,
+            workload_hours: self.workload_hours,
+            archived: self.archived,
+            version: self.version,
+            created_at: course.created_at(),
+            updated_at: self.updated_at,
+        }
+        .into_course()
+    }
+}
+
+#[derive(Debug, Queryable, Selectable)]
+#[diesel(table_name = course_history, check_for_backend(diesel::pg::Pg))]
+struct HistoryRow {
+    seq: i64,
+    author: String,
+    tool: String,
+    arguments: String,
+    before_title: Option<String>,
+    before_workload_hours: Option<i32>,
+    before_archived: Option<bool>,
+    before_version: Option<i64>,
+    before_updated_at: Option<OffsetDateTime>,
+    after_title: String,
+    after_workload_hours: i32,
+    after_archived: bool,
+    after_version: i64,
+    after_updated_at: OffsetDateTime,
+}
+
+impl HistoryRow {
+    fn into_entry(self, course: &Course) -> Result<(HistoryEntry, PageCursor), StoreError> {
+        let before = match (
+            self.before_title,
+            self.before_workload_hours,
+            self.before_archived,
+            self.before_version,
+            self.before_updated_at,
+        ) {
+            (None, None, None, None, None) => None,
+            (Some(title), Some(workload_hours), Some(archived), Some(version), Some(updated_at)) => {
+                Some(Snapshot { title, workload_hours, archived, version, updated_at }.into_course(course)?)
+            }
+            _ => return Err(StoreError::message("a stored history entry is incomplete")),
+        };
+        let after = Snapshot {
+            title: self.after_title,
+            workload_hours: self.after_workload_hours,
+            archived: self.after_archived,
+            version: self.after_version,
+            updated_at: self.after_updated_at,
+        }
+        .into_course(course)?;
+        let position = u64::try_from(self.seq).map_err(|error| StoreError::new("negative history position", error))?;
+        let entry = HistoryEntry {
+            recorded_at: after.updated_at(),
+            provenance: Provenance::new(self.author, self.tool, self.arguments),
+            before,
+            after,
+        };
+        Ok((entry, PageCursor::after_position(position)))
+    }
+}
+
+/// Appends the history entry of a write from `before` (none for a creation) to `after`.
+fn record_history(
+    connection: &mut PgConnection,
+    before: Option<&CourseRow>,
+    after: &CourseRow,
+    provenance: &Provenance,
+) -> Result<(), DieselError> {
+    let before = before.map(Snapshot::of);
+    diesel::insert_into(course_history::table)
+        .values((
+            course_history::course_id.eq(&after.id),
+            course_history::author.eq(provenance.author()),
+            course_history::tool.eq(provenance.tool()),
+            course_history::arguments.eq(provenance.arguments()),
+            course_history::before_title.eq(before.as_ref().map(|snapshot| snapshot.title.as_str())),
+            course_history::before_workload_hours.eq(before.as_ref().map(|snapshot| snapshot.workload_hours)),
+            course_history::before_archived.eq(before.as_ref().map(|snapshot| snapshot.archived)),
+            course_history::before_version.eq(before.as_ref().map(|snapshot| snapshot.version)),
+            course_history::before_updated_at.eq(before.as_ref().map(|snapshot| snapshot.updated_at)),
+            course_history::after_title.eq(&after.title),
+            course_history::after_workload_hours.eq(after.workload_hours),
+            course_history::after_archived.eq(after.archived),
+            course_history::after_version.eq(after.version),
+            course_history::after_updated_at.eq(&after.updated_at),
+        ))
+        .execute(connection)
+        .map(|_| ())
+}
+
+/// Takes the creation lock (the `catalog_counters` row) until the end of the transaction. Every
+/// write that changes the active set takes it first: positions are drawn and committed in one
+/// order, idempotency keys are looked up one creation at a time, and the counting triggers, which
+/// lock the same row, can never deadlock with a creation waiting on the title index.
+fn lock_active_set(connection: &mut PgConnection) -> Result<(), DieselError> {
+    catalog_counters::table.select(catalog_counters::active_courses).for_update().first::<i64>(connection).map(|_| ())
+}
+
+fn write_error(context: &'static str, error: DieselError) -> WriteError {
+    match &error {
+        DieselError::DatabaseError(DatabaseErrorKind::UniqueViolation, info)
+            if info.constraint_name() == Some(TITLE_INDEX) =>
+        {
+            WriteError::DuplicateTitle
+        }
+        _ => WriteError::Store(StoreError::new(context, error)),
+    }
+}
+
+/// Only active courses: `NOT archived`, with no bound parameter, so that the planner can use the
+/// partial indexes even in a generic plan.
+fn is_active() -> diesel::dsl::not<courses::archived> {
+    diesel::dsl::not(courses::archived)
+}
+
+/// `text` as a LIKE pattern that matches it literally anywhere (`\` is PostgreSQL's LIKE escape).
+fn contains_pattern(text: &str) -> String {
+    let mut pattern = String::with_capacity(text.len() + 2);
+    pattern.push('%');
+    for character in text.chars() {
+        if matches!(character, '%' | '_' | '\\') {
+            pattern.push('\\');
+        }
+        pattern.push(character);
+    }
+    pattern.push('%');
+    pattern
+}
+
+impl CourseStore for PostgresStore {
+    fn insert(&self, course: &Course, provenance: &Provenance) -> Result<(), WriteError> {
+        let row = CourseRow::from_course(course)?;
+        self.connection()?
+            .transaction(|connection| {
+                lock_active_set(connection)?;
+                diesel::insert_into(courses::table).values(&row).execute(connection)?;
+                record_history(connection, None, &row, provenance)
+            })
+            .map_err(|error| write_error("cannot insert a course", error))
+    }
+
+    fn insert_idempotent(
+        &self,
+        course: &Course,
+        key: &IdempotencyKey,
+        fingerprint: &str,
+        provenance: &Provenance,
+    ) -> Result<IdempotentInsert, WriteError> {
+        let row = CourseRow::from_course(course)?;
+        let mut connection = self.connection()?;
+        let outcome = connection.transaction(|connection| {
+            // The creation lock comes before the key is read, so two retries of one key cannot both
+            // find it unused: the second reads the key once the first has committed.
+            lock_active_set(connection)?;
+            let previous: Option<(String, String)> = course_creations::table
+                .find(key.as_str())
+                .select((course_creations::fingerprint, course_creations::course_id))
+                .first(connection)
+                .optional()?;
+            if let Some((previous_fingerprint, course_id)) = previous {
+                if previous_fingerprint != fingerprint {
+                    return Ok(Err(IdempotentInsert::KeyReused));
+                }
+                let original: CourseRow = courses::table
+                    .filter(courses::id.eq(course_id))
+                    .select(CourseRow::as_select())
+                    .first(connection)?;
+                return Ok(Err(IdempotentInsert::Replayed(
+                    original
+                        .into_course()
+                        .map_err(|_| DieselError::QueryBuilderError("a stored course is invalid".into()))?,
+                )));
+            }
+            diesel::insert_into(courses::table).values(&row).execute(connection)?;
+            record_history(connection, None, &row, provenance)?;
+            diesel::insert_into(course_creations::table)
+                .values((
+                    course_creations::idempotency_key.eq(key.as_str()),
+                    course_creations::fingerprint.eq(fingerprint),
+                    course_creations::course_id.eq(&row.id),
+                    course_creations::created_at.eq(&row.created_at),
+                ))
+                .execute(connection)?;
+            Ok::<_, DieselError>(Ok(()))
+        });
+        match outcome {
+            Ok(Ok(())) => Ok(IdempotentInsert::Inserted),
+            Ok(Err(earlier)) => Ok(earlier),
+            Err(error) => Err(write_error("cannot insert a course idempotently", error)),
+        }
+    }
+
+    fn replace(&self, before: &Course, after: &Course, provenance: &Provenance) -> Result<Replaced, WriteError> {
+        let before = CourseRow::from_course(before)?;
+        let row = CourseRow::from_course(after)?;
+        self.connection()?
+            .transaction(|connection| {
+                if before.archived != row.archived {
+                    // Archiving changes the active set: the creation lock first, then the row
+                    // (the order every creation takes them in).
+                    lock_active_set(connection)?;
+                }
+                // A compare-and-swap: if another writer committed in between, PostgreSQL re-checks
+                // the version on its row and updates nothing.
+                let updated = diesel::update(courses::table)
+                    .filter(courses::id.eq(&row.id))
+                    .filter(courses::version.eq(before.version))
+                    .set(&row)
+                    .execute(connection)?;
+                if updated != 1 {
+                    return Ok(Replaced::Stale);
+                }
+                record_history(connection, Some(&before), &row, provenance)?;
+                Ok(Replaced::Done)
+            })
+            .map_err(|error| write_error("cannot update a course", error))
+    }
+
+    fn find(&self, id: CourseId) -> Result<Option<Course>, StoreError> {
+        courses::table
+            .filter(courses::id.eq(id.to_string()))
+            .select(CourseRow::as_select())
+            .first(&mut self.connection()?)
+            .optional()
+            .map_err(|error| StoreError::new("cannot read a course", error))?
+            .map(CourseRow::into_course)
+            .transpose()
+    }
+
+    fn active_page(&self, after: Option<PageCursor>, limit: usize) -> Result<Vec<(Course, PageCursor)>, StoreError> {
+        let limit = i64::try_from(limit).map_err(|error| StoreError::new("page size out of range", error))?;
+        let after = after
+            .map_or(Ok(0), |cursor| i64::try_from(cursor.position()))
+            .map_err(|error| StoreError::new("cursor out of range", error))?;
+        let rows: Vec<(i64, CourseRow)> = courses::table
+            .filter(is_active())
+            .filter(courses::position.gt(after))
+            .order(courses::position.asc())
+            .limit(limit)
+            .select((courses::position, CourseRow::as_select()))
+            .load(&mut self.connection()?)
+            .map_err(|error| StoreError::new("cannot read a catalog page", error))?;
+        rows.into_iter()
+            .map(|(position, row)| {
+                let position = u64::try_from(position).map_err(|error| StoreError::new("negative position", error))?;
+                Ok((row.into_course()?, PageCursor::after_position(position)))
+            })
+            .collect()
+    }
+
+    fn history_page(
+        &self,
+        course: &Course,
+        before: Option<PageCursor>,
+        limit: usize,
+    ) -> Result<Vec<(HistoryEntry, PageCursor)>, StoreError> {
+        let limit = i64::try_from(limit).map_err(|error| StoreError::new("page size out of range", error))?;
+        let before = before
+            .map_or(Ok(i64::MAX), |cursor| i64::try_from(cursor.position()))
+            .map_err(|error| StoreError::new("cursor out of range", error))?;
+        let rows: Vec<HistoryRow> = course_history::table
+            .filter(course_history::course_id.eq(course.id().to_string()))
+            .filter(course_history::seq.lt(before))
+            .order(course_history::seq.desc())
+            .limit(limit)
+            .select(HistoryRow::as_select())
+            .load(&mut self.connection()?)
+            .map_err(|error| StoreError::new("cannot read a course's history", error))?;
+        rows.into_iter().map(|row| row.into_entry(course)).collect()
+    }
+
+    fn pool_status(&self) -> crate::PoolStatus {
+        let state = self.pool.state();
+        crate::PoolStatus {
+            max_size: self.pool.max_size(),
+            connections: state.connections,
+            idle: state.idle_connections,
+        }
+    }
+
+    fn count_active(&self) -> Result<u64, StoreError> {
+        let count: i64 = catalog_counters::table
+            .select(catalog_counters::active_courses)
+            .first(&mut self.connection()?)
+            .map_err(|error| StoreError::new("cannot count the catalog", error))?;
+        u64::try_from(count).map_err(|error| StoreError::new("negative count", error))
+    }
+
+    fn search_active(&self, key: &str, limit: usize) -> Result<Vec<Course>, StoreError> {
+        if key.contains('\0') {
+            // PostgreSQL text cannot hold NUL, so no title key contains one.
+            return Ok(Vec::new());
+        }
+        let sql_limit = i64::try_from(limit).map_err(|error| StoreError::new("limit out of range", error))?;
+        let connection = &mut self.connection()?;
+        let search_error = |error| StoreError::new("cannot search the catalog", error);
+        let mut found: Vec<CourseRow> = Vec::new();
+        // 1. Ids starting with the key: a range on the unique index of `id` ("C" collation; ids
+        //    are lowercase hex and '-').
+        if key.bytes().all(|byte| byte.is_ascii_hexdigit() || byte == b'-') {
+            found.extend(
+                courses::table
+                    .filter(is_active())
+                    .filter(courses::id.ge(key))
+                    .filter(courses::id.lt(format!("{key}~")))
+                    .order(courses::id.asc())
+                    .limit(sql_limit)
+                    .select(CourseRow::as_select())
+                    .load(connection)
+                    .map_err(search_error)?,
+            );
+        }
+        // 2. Title keys starting with the key: a range on the partial unique index of active title keys.
+        if found.len() < limit {
+            found.extend(
+                courses::table
+                    .filter(is_active())
+                    .filter(courses::title_key.ge(key))
+                    .filter(courses::title_key.lt(format!("{key}\u{10FFFF}")))
+                    .order(courses::title_key.asc())
+                    .limit(sql_limit)
+                    .select(CourseRow::as_select())
+                    .load(connection)
+                    .map_err(search_error)?,
+            );
+        }
+        // 3. Title keys containing the key: the trigram index (it needs three characters).
+        if found.len() < limit && key.chars().count() >= 3 {
+            found.extend(
+                courses::table
+                    .filter(is_active())
+                    .filter(courses::title_key.like(contains_pattern(key)))
+                    .limit(sql_limit.saturating_mul(2))
+                    .select(CourseRow::as_select())
+                    .load(connection)
+                    .map_err(search_error)?,
+            );
+        }
+        let mut seen = std::collections::HashSet::new();
+        found.into_iter().filter(|row| seen.insert(row.id.clone())).take(limit).map(CourseRow::into_course).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use super::{contains_pattern, is_plain_identifier};
+    use crate::catalog_tests::TestSchema;
+    use crate::{Catalog, CourseStore, CourseTitle, NewCourse, Provenance, WorkloadHours};
+
+    /// ADR 0008's caveat: a sequence hands out positions in one order and transactions may commit
+    /// in another. A reader that pages on while two processes create must still see every course.
+    #[test]
+    fn a_reader_paging_during_concurrent_creations_skips_no_course() {
+        const PER_WRITER: usize = 150;
+        let schema = TestSchema::create();
+        let reader = schema.open();
+        let writing = Arc::new(AtomicBool::new(true));
+        let writers: Vec<_> = (0..2)
+            .map(|writer| {
+                let catalog = Catalog::new(schema.open());
+                std::thread::spawn(move || {
+                    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+                    (0..PER_WRITER)
+                        .map(|number| {
+                            let new_course = NewCourse {
+                                title: CourseTitle::parse(&format!("Curso {writer}-{number}")).expect("title"),
+                                workload_hours: WorkloadHours::parse(10).expect("hours"),
+                            };
+                            let provenance = Provenance::new("teste", "criar_curso", "{}");
+                            runtime.block_on(catalog.create(new_course, provenance)).expect("created").id()
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        let done = {
+            let writing = Arc::clone(&writing);
+            std::thread::spawn(move || {
+                let created: Vec<_> = writers.into_iter().flat_map(|writer| writer.join().expect("writer")).collect();
+                writing.store(false, Ordering::SeqCst);
+                created
+            })
+        };
+        let mut seen = Vec::new();
+        let mut cursor = None;
+        loop {
+            let still_writing = writing.load(Ordering::SeqCst);
+            let page = reader.active_page(cursor, 100).expect("page");
+            if let Some((_, last)) = page.last() {
+                cursor = Some(*last);
+            }
+            let empty = page.is_empty();
+            seen.extend(page.into_iter().map(|(course, _)| course.id()));
+            if empty && !still_writing {
+                break;
+            }
+        }
+        let created: HashSet<_> = done.join().expect("writers").into_iter().collect();
+        assert_eq!(seen.len(), 2 * PER_WRITER, "every course once");
+        assert_eq!(seen.into_iter().collect::<HashSet<_>>(), created, "no course skipped");
+    }
+
+    #[test]
+    fn like_wildcards_and_the_escape_character_match_themselves() {
+        assert_eq!(contains_pattern("ção a"), "%ção a%");
+        assert_eq!(contains_pattern("50%_off\\"), "%50\\%\\_off\\\\%");
+    }
+
+    #[test]
+    fn only_plain_lowercase_identifiers_are_accepted_as_schema_names() {
+        assert!(is_plain_identifier("test_1234_abcd"));
+        for refused in ["", "1abc", "Abc", "a\"b", "a b", "a;drop", &"a".repeat(64)] {
+            assert!(!is_plain_identifier(refused), "{refused:?}");
+        }
+    }
+}
