@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""Summarizes a bench/run.sh output folder: medians over repetitions, and the targets of issue 5.
+
+    python3 bench/load/summarize.py target/bench-load > summary.md
+"""
+import json
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+LABELS = {
+    "cursos": "mcp-cursos",
+    "axum": "(a) bare axum",
+    "rmcp": "(b) minimal rmcp",
+    "ts": "(c) TypeScript SDK",
+}
+ORDER = ["cursos", "axum", "rmcp", "ts"]
+OPS = {"read": "read `cursos://{uuid}`", "page": "catalog page", "create": "`criar_curso`"}
+
+
+def main(folder: Path) -> None:
+    cells = [json.loads(line) for line in (folder / "cells.jsonl").read_text().splitlines() if line.strip()]
+    stdio = [json.loads(line) for line in (folder / "stdio.jsonl").read_text().splitlines() if line.strip()]
+    machine = dict(
+        line.split("=", 1) for line in (folder / "machine.txt").read_text().splitlines() if "=" in line
+    )
+
+    groups = defaultdict(list)
+    for cell in cells:
+        groups[(cell["target"], cell["mode"], cell["op"], cell["conns"])].append(cell)
+
+    def key(item):
+        target, mode, op, conns = item[0]
+        return (mode, list(OPS).index(op), ORDER.index(target), conns)
+
+    summary = {}
+    print(f"## Load benchmark, {machine.get('date', '?')}\n")
+    for name in ["commit", "nproc", "cpu", "memory", "settings", "wrk", "load_before", "load_after"]:
+        if name in machine:
+            print(f"- {name}: {machine[name]}")
+    loads = [float(cell["load"].split()[0]) for cell in cells]
+    print(f"- 1-minute load at the start of the cells: median {statistics.median(loads):.2f}, "
+          f"min {min(loads):.2f}, max {max(loads):.2f}")
+    for name in ["creates_json", "creates_sse"]:
+        if name in machine:
+            print(f"- {name}: {machine[name]}")
+    print()
+    print("Medians over the repetitions (req/s, p50, p99), the highest peak memory, and every bad answer "
+          "(non-200, no result, a JSON-RPC error or `isError`, socket errors) summed.\n")
+    print("| mode | operation | server | conns | req/s | p50 ms | p99 ms | peak MB | bad | reps |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    for (target, mode, op, conns), runs in sorted(groups.items(), key=key):
+        rps = statistics.median(run["wrk"]["rps"] for run in runs)
+        p50 = statistics.median(run["wrk"]["p50_ms"] for run in runs)
+        p99 = statistics.median(run["wrk"]["p99_ms"] for run in runs)
+        peak = max(run["peak_kb"] for run in runs) / 1024
+        bad = sum(run["wrk"]["bad"] + run["wrk"]["socket_errors"] + run["wrk"]["timeouts"] for run in runs)
+        summary[(target, mode, op, conns)] = {"rps": rps, "p50": p50, "p99": p99, "peak": peak, "bad": bad}
+        print(f"| {mode.upper()} | {OPS[op]} | {LABELS[target]} | {conns} | {rps:,.0f} | {p50:.2f} | {p99:.2f} "
+              f"| {peak:.1f} | {bad} | {len(runs)} |")
+
+    print("\n### stdio (`mcp-cursos-stdio` on an existing database)\n")
+    by_figure = defaultdict(list)
+    for line in stdio:
+        figure = line["figure"] if line["figure"] != "stdio_throughput" else f"throughput_w{line['window']}"
+        by_figure[figure].append(line)
+    stdio_summary = {}
+    print("| figure | median over repetitions | each repetition |")
+    print("|---|---:|---|")
+    for figure, runs in sorted(by_figure.items()):
+        if figure.startswith("spawn"):
+            values = [run["median_ms"] for run in runs]
+            text = f"{statistics.median(values):.2f} ms"
+            each = ", ".join(f"{run['median_ms']:.2f} (p90 {run['p90_ms']:.2f}, {run['runs']} spawns)" for run in runs)
+        else:
+            values = [run["requests_per_second"] for run in runs]
+            text = f"{statistics.median(values):,.0f} req/s"
+            each = ", ".join(f"{value:,.0f}" for value in values)
+        stdio_summary[figure] = statistics.median(values)
+        print(f"| {figure} | {text} | {each} |")
+
+    print("\n### Targets\n")
+    print("| target | figure | met |")
+    print("|---|---|---|")
+
+    def row(target, figure, met):
+        print(f"| {target} | {figure} | {'yes' if met else '**no**'} |")
+
+    top = max((int(conns) for (_, _, _, conns) in summary), default=50)
+    for mode in ["json", "sse"]:
+        ours = summary.get(("cursos", mode, "read", top))
+        rmcp = summary.get(("rmcp", mode, "read", top))
+        ts = summary.get(("ts", mode, "read", top))
+        if ours and rmcp:
+            ratio = ours["rps"] / rmcp["rps"]
+            row(f"{mode.upper()} read at {top} conns ≥ 75% of (b)",
+                f"{ours['rps']:,.0f} / {rmcp['rps']:,.0f} = {ratio:.0%}", ratio >= 0.75)
+        if ours and ts:
+            ratio = ours["rps"] / ts["rps"]
+            row(f"{mode.upper()} read at {top} conns ≥ 25× (c)",
+                f"{ours['rps']:,.0f} / {ts['rps']:,.0f} = {ratio:.1f}×", ratio >= 25)
+        for op in OPS:
+            cell = summary.get(("cursos", mode, op, top))
+            if cell:
+                row(f"{mode.upper()} {op} p99 at {top} conns < 5 ms", f"{cell['p99']:.2f} ms", cell["p99"] < 5)
+        create = summary.get(("cursos", mode, "create", top))
+        if create:
+            row(f"{mode.upper()} `criar_curso` at {top} conns ≥ 2,000/s (synchronous=FULL)",
+                f"{create['rps']:,.0f}/s", create["rps"] >= 2000)
+    bad = sum(cell["bad"] for cell in summary.values())
+    row("no error", f"{bad} bad answers in all cells", bad == 0)
+    spawn = stdio_summary.get("spawn_to_first_read")
+    if spawn is not None:
+        row("stdio spawn to first answer < 15 ms",
+            f"{stdio_summary['spawn_to_initialize']:.2f} ms to `initialize`, {spawn:.2f} ms to the first read",
+            spawn < 15)
+    peak = max((cell["peak"] for (target, *_), cell in summary.items() if target == "cursos"), default=0)
+    row("peak memory under load < 40 MB (SQLite)", f"{peak:.1f} MB (highest VmHWM of either backend)", peak < 40)
+    print("| PostgreSQL read within 3× of SQLite | not measured: the server has no PostgreSQL store yet | n/a |")
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1] if len(sys.argv) > 1 else "target/bench-load"))

