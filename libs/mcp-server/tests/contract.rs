@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use courses_domain::{Catalog, CourseTitle, NewCourse, Provenance, SqliteStore, WorkloadHours};
+use courses_domain::{Catalog, CourseTitle, NewCourse, PostgresStore, Provenance, SqliteStore, WorkloadHours};
 use mcp_server::{CursosServer, ServerOptions, ServerState, UnconfirmedArchive};
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult,
@@ -71,7 +71,48 @@ struct Harness {
     /// catalog seeds many courses quickly.
     state: ServerState,
     catalog: Catalog,
-    _folder: tempfile::TempDir,
+    _database: TestDatabase,
+}
+
+/// Where a test's catalog lives: a SQLite file in a temporary folder (the default), or, with
+/// `STORE=postgres`, a schema of its own in the PostgreSQL database of `TEST_DATABASE_URL`
+/// (default the local `test` database), dropped when the test ends.
+enum TestDatabase {
+    Sqlite(#[allow(dead_code, reason = "kept for its Drop")] tempfile::TempDir),
+    Postgres { url: String, schema: String },
+}
+
+impl Drop for TestDatabase {
+    fn drop(&mut self) {
+        if let Self::Postgres { url, schema } = self {
+            use diesel::{Connection, RunQueryDsl};
+            match diesel::PgConnection::establish(url) {
+                Ok(mut connection) => {
+                    let drop_schema = format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE");
+                    if let Err(error) = diesel::sql_query(drop_schema).execute(&mut connection) {
+                        eprintln!("could not drop the test schema {schema}: {error}");
+                    }
+                }
+                Err(error) => eprintln!("could not drop the test schema {schema}: {error}"),
+            }
+        }
+    }
+}
+
+/// A fresh, empty catalog on the store `STORE` selects.
+fn open_catalog() -> (Catalog, TestDatabase) {
+    if std::env::var("STORE").as_deref() == Ok("postgres") {
+        let url =
+            std::env::var("TEST_DATABASE_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
+        let schema = format!("contract_test_{}", courses_domain::CourseId::generate().to_string().replace('-', ""));
+        let store = PostgresStore::open_in_schema(&url, &schema)
+            .unwrap_or_else(|error| panic!("STORE=postgres needs PostgreSQL at TEST_DATABASE_URL: {error}"));
+        (Catalog::new(store), TestDatabase::Postgres { url, schema })
+    } else {
+        let folder = tempfile::tempdir().expect("temp dir");
+        let store = SqliteStore::open(&folder.path().join("cursos.db")).expect("store");
+        (Catalog::new(store), TestDatabase::Sqlite(folder))
+    }
 }
 
 async fn connect(era: Era) -> Harness {
@@ -79,11 +120,10 @@ async fn connect(era: Era) -> Harness {
 }
 
 async fn connect_with(era: Era, options: ServerOptions) -> Harness {
-    let folder = tempfile::tempdir().expect("temp dir");
-    let store = SqliteStore::open(&folder.path().join("cursos.db")).expect("store");
-    let state = ServerState::new(Catalog::new(store), options);
+    let (catalog, database) = open_catalog();
+    let state = ServerState::new(catalog, options);
     let client = attach(Answering::CONFIRMS, &state, era).await;
-    Harness { client, catalog: state.catalog().clone(), state, _folder: folder }
+    Harness { client, catalog: state.catalog().clone(), state, _database: database }
 }
 
 /// Connects one more client, with its own handler, to a server over `state`.
@@ -1122,11 +1162,8 @@ async fn a_change_announced_by_another_process_reaches_this_process_s_subscriber
     let course = harness.create("Rust", 10).await;
     let id = courses_domain::CourseId::parse(course["id"].as_str().expect("id")).expect("course id");
     let course_uri = format!("cursos://{id}");
-    let folder = tempfile::tempdir().expect("temp dir");
-    let replica = ServerState::new(
-        Catalog::new(SqliteStore::open(&folder.path().join("other.db")).expect("store")),
-        ServerOptions::default(),
-    );
+    let (other_catalog, _other_database) = open_catalog();
+    let replica = ServerState::new(other_catalog, ServerOptions::default());
     let (sender, mut received) = tokio::sync::mpsc::unbounded_channel();
     let listener = attach(Recorder(sender), &replica, Era::Initialize).await;
     listener
