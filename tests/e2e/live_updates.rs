@@ -13,7 +13,8 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use crate::support::{
-    ERAS, Era, PATIENCE, fresh_database, start_backend, start_backend_with, stdio_client, stdio_client_with,
+    ERAS, Era, PATIENCE, PostgresSchema, fresh_database, start_backend, start_backend_with, stdio_client,
+    stdio_client_with,
 };
 
 /// Records the notifications a 2025-era client receives.
@@ -208,4 +209,65 @@ async fn course_ids_complete_by_title_over_both_transports_and_eras() {
         http.cancel().await.expect("close");
     }
     assert!(backend.stop().await.success());
+}
+
+/// Issue 5: several backend processes on one PostgreSQL database. A write through one replica is
+/// readable through every other at once, and subscribers of any replica hear of it (PostgreSQL
+/// LISTEN/NOTIFY), on both protocol eras and in both HTTP modes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(deprecated, reason = "resources/subscribe is the 2025-era API under test")]
+async fn three_replicas_on_one_postgresql_database_share_writes_and_live_updates() {
+    let schema = PostgresSchema::create();
+    let url = schema.url();
+    let (_folder, unused_sqlite) = fresh_database();
+    let stateful = [("DATABASE_URL", url.as_str())];
+    let stateless = [("DATABASE_URL", url.as_str()), ("SESSION_MODE", "stateless")];
+    let first = start_backend_with(&unused_sqlite, Some("chave-replica-1"), &stateful).await;
+    let second = start_backend_with(&unused_sqlite, Some("chave-replica-2"), &stateless).await;
+    let third = start_backend_with(&unused_sqlite, Some("chave-replica-3"), &stateful).await;
+
+    // A 2025-era session on the first replica, a 2026-07-28 listen stream on the second.
+    let (handler, mut legacy_notices) = recorder();
+    let legacy = first.client_with(handler, Era::Initialize).await;
+    legacy.subscribe(SubscribeRequestParams::new("cursos://catalogo")).await.expect("resources/subscribe");
+    let modern = second.client(Era::Discover).await;
+    let filter =
+        SubscriptionFilter::builder().resource_subscription("cursos://catalogo").resources_list_changed().build();
+    let mut stream = modern.listen(filter).await.expect("subscriptions/listen");
+
+    // A write through the third replica.
+    let writer = third.client(Era::Discover).await;
+    let course = create(&writer, "Réplicas").await;
+    let course_uri = format!("cursos://{}", course["id"].as_str().expect("id"));
+    let expected = ["updated cursos://catalogo".to_owned(), "list_changed".to_owned()];
+    wait_for_all(&mut legacy_notices, &expected).await;
+    wait_for_all_in_stream(&mut stream, &expected).await;
+
+    // Readable at once through the others (one database).
+    for client in [&modern, &writer] {
+        let read = client.read_resource(rmcp::model::ReadResourceRequestParams::new(course_uri.clone())).await;
+        assert!(read.is_ok(), "{read:?}");
+    }
+    let read = legacy.read_resource(rmcp::model::ReadResourceRequestParams::new(course_uri.clone())).await;
+    assert!(read.is_ok(), "{read:?}");
+
+    // A change made through the first replica reaches the second's stream, and the course's own
+    // subscribers on the first hear of changes made through the third.
+    legacy.subscribe(SubscribeRequestParams::new(course_uri.clone())).await.expect("resources/subscribe");
+    rename(&writer, &course["id"], "Réplicas 2").await;
+    wait_for_all(&mut legacy_notices, &[format!("updated {course_uri}"), "list_changed".to_owned()]).await;
+    wait_for_all_in_stream(&mut stream, &expected).await;
+    // The rename's notices are consumed: what comes next on the stream is the first replica's write.
+    let other = create(&legacy, "Pela primeira").await;
+    assert!(other["id"].is_string(), "{other}");
+    wait_for_all_in_stream(&mut stream, &expected).await;
+
+    stream.cancel().await.expect("cancel");
+    for client in [modern, writer] {
+        client.cancel().await.expect("close");
+    }
+    legacy.cancel().await.expect("close");
+    for backend in [first, second, third] {
+        assert!(backend.stop().await.success());
+    }
 }

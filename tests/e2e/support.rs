@@ -289,3 +289,58 @@ pub(crate) fn resident_kib(pid: u32) -> u64 {
         .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
         .expect("VmRSS in kB")
 }
+
+/// A PostgreSQL schema of its own for one test, in the database of `TEST_DATABASE_URL` (default
+/// the local `test` database); dropped with everything in it when the test ends. The apps reach it
+/// through [`PostgresSchema::url`], whose `search_path` names it.
+pub(crate) struct PostgresSchema {
+    base_url: String,
+    name: String,
+}
+
+impl PostgresSchema {
+    pub(crate) fn create() -> Self {
+        use diesel::{Connection, RunQueryDsl};
+        let base_url =
+            std::env::var("TEST_DATABASE_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
+        let name = format!("e2e_{}", uuid_like());
+        let mut connection = diesel::PgConnection::establish(&base_url)
+            .unwrap_or_else(|error| panic!("PostgreSQL is part of the test setup (TEST_DATABASE_URL): {error}"));
+        // pg_trgm is database-wide: kept in public so that dropping this schema drops no other's index.
+        for statement in [
+            format!("CREATE SCHEMA \"{name}\""),
+            "CREATE EXTENSION IF NOT EXISTS pg_trgm WITH SCHEMA public".to_owned(),
+        ] {
+            diesel::sql_query(statement).execute(&mut connection).expect("prepare the test schema");
+        }
+        Self { base_url, name }
+    }
+
+    /// The connection URI the apps get as `DATABASE_URL`: this schema first on the `search_path`.
+    pub(crate) fn url(&self) -> String {
+        let separator = if self.base_url.contains('?') { '&' } else { '?' };
+        format!("{}{separator}options=-csearch_path%3D{}%2Cpublic", self.base_url, self.name)
+    }
+}
+
+impl Drop for PostgresSchema {
+    fn drop(&mut self) {
+        use diesel::{Connection, RunQueryDsl};
+        let dropped = diesel::PgConnection::establish(&self.base_url).map_err(|error| error.to_string()).and_then(
+            |mut connection| {
+                diesel::sql_query(format!("DROP SCHEMA IF EXISTS \"{}\" CASCADE", self.name))
+                    .execute(&mut connection)
+                    .map_err(|error| error.to_string())
+            },
+        );
+        if let Err(error) = dropped {
+            eprintln!("cannot drop the test schema {}: {error}", self.name);
+        }
+    }
+}
+
+/// 32 lowercase hex characters, unique enough for a schema name.
+fn uuid_like() -> String {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+    format!("{:x}{:08x}", nanos, std::process::id())
+}

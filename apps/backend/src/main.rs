@@ -36,7 +36,7 @@ async fn main() -> anyhow::Result<()> {
         .context("invalid ALLOWED_HOSTS")?
         .with_origins(settings.allowed_origins.iter().map(String::as_str));
     let configured_key = settings.api_key.as_deref().map(ApiKey::parse).transpose().context("invalid API_KEY")?;
-    let catalog = open_catalog(settings.database_url.as_deref(), &settings.database_path)?;
+    let (catalog, postgres) = open_catalog(settings.database_url.as_deref(), &settings.database_path)?;
 
     let listener = tokio::net::TcpListener::bind((settings.host.as_str(), settings.port))
         .await
@@ -73,6 +73,8 @@ async fn main() -> anyhow::Result<()> {
         unconfirmed_archive: settings.unconfirmed_archive,
     };
     let state = ServerState::new(catalog, options);
+    // Replicas on one PostgreSQL database hear of each other's changes.
+    let _replicas = postgres.as_ref().map(|store| state.follow_replicas(store));
     let shutdown = state.shutdown_token();
     if let Access::Keys(keyring) = &access {
         keyring.watch(backend::RELOAD_INTERVAL, shutdown.clone());
@@ -123,13 +125,17 @@ fn keys_command(command: &KeysCommand, keys_file: Option<&std::path::Path>) -> a
 }
 
 /// The catalog on PostgreSQL when `database_url` is a `postgres://` URL, else on the SQLite file.
-fn open_catalog(database_url: Option<&str>, database_path: &std::path::Path) -> anyhow::Result<Catalog> {
+/// The catalog, and the PostgreSQL store when there is one (its replicas' changes are followed).
+fn open_catalog(
+    database_url: Option<&str>,
+    database_path: &std::path::Path,
+) -> anyhow::Result<(Catalog, Option<PostgresStore>)> {
     match database_url {
         Some(url) if PostgresStore::handles(url) => {
             let store = PostgresStore::open(url).context("cannot open the PostgreSQL course database")?;
             // Never the URL: it may hold a password.
             tracing::info!(database = "postgresql", "course database ready");
-            Ok(Catalog::new(store))
+            Ok((Catalog::new(store.clone()), Some(store)))
         }
         other => {
             if other.is_some() {
@@ -137,7 +143,7 @@ fn open_catalog(database_url: Option<&str>, database_path: &std::path::Path) -> 
             }
             let store = SqliteStore::open(database_path).context("cannot open the course database")?;
             tracing::info!(database = %database_path.display(), "course database ready");
-            Ok(Catalog::new(store))
+            Ok((Catalog::new(store), None))
         }
     }
 }

@@ -49,12 +49,12 @@ async fn main() -> anyhow::Result<()> {
         .with_ansi(std::io::stderr().is_terminal())
         .init();
 
-    let catalog = match settings.database_url.as_deref() {
+    let (catalog, postgres) = match settings.database_url.as_deref() {
         Some(url) if PostgresStore::handles(url) => {
             let store = PostgresStore::open(url).context("cannot open the PostgreSQL course database")?;
             // Never the URL: it may hold a password.
             tracing::info!(database = "postgresql", "mcp-cursos-stdio ready on stdin/stdout");
-            Catalog::new(store)
+            (Catalog::new(store.clone()), Some(store))
         }
         other => {
             if other.is_some() {
@@ -62,7 +62,7 @@ async fn main() -> anyhow::Result<()> {
             }
             let store = SqliteStore::open(&settings.database_path).context("cannot open the course database")?;
             tracing::info!(database = %settings.database_path.display(), "mcp-cursos-stdio ready on stdin/stdout");
-            Catalog::new(store)
+            (Catalog::new(store), None)
         }
     };
     let options = ServerOptions {
@@ -71,6 +71,8 @@ async fn main() -> anyhow::Result<()> {
         unconfirmed_archive: settings.unconfirmed_archive,
     };
     let state = ServerState::new(catalog, options);
+    // Other processes on the same PostgreSQL database (HTTP replicas) tell this session of changes.
+    let _replicas = postgres.as_ref().map(|store| state.follow_replicas(store));
     let stdin = EndOfInput::new(tokio::io::stdin(), state.clone());
     let running =
         CursosServer::new(&state).serve((stdin, tokio::io::stdout())).await.context("MCP handshake failed")?;

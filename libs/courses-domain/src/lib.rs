@@ -36,7 +36,7 @@ pub use course_title::{CourseTitle, CourseTitleError, comparison_key_of};
 pub use history::{HistoryEntry, HistoryPage, Provenance};
 pub use idempotency_key::{IdempotencyKey, IdempotencyKeyError};
 pub use page::{CoursePage, PageCursor, PageCursorError, PageSize};
-pub use postgres::{OpenPostgresStoreError, PostgresStore};
+pub use postgres::{CHANGES_CHANNEL, ChangeFollower, FOLLOW_POLL, OpenPostgresStoreError, PostgresStore, RemoteChange};
 pub use sqlite::{OpenStoreError, SqliteStore};
 pub use store::{CourseStore, IdempotentInsert, PoolStatus, Replaced, StoreError, WriteError};
 pub use time::OffsetDateTime;

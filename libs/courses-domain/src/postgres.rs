@@ -130,6 +130,10 @@ pub enum OpenPostgresStoreError {
 pub struct PostgresStore {
     pool: Pool<ConnectionManager<PgConnection>>,
     schema: Option<String>,
+    /// Kept to open the LISTEN connection of [`PostgresStore::follow_changes`]. Never logged.
+    url: std::sync::Arc<str>,
+    /// Tells this store's own change notices from other processes' (random, per open).
+    origin: std::sync::Arc<str>,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -224,7 +228,34 @@ impl PostgresStore {
             .map_err(|error| OpenPostgresStoreError::Migrate { source: error.into() })?;
         drop(connection);
         tracing::debug!(schema = schema.unwrap_or("(search_path)"), "PostgreSQL course store opened");
-        Ok(Self { pool, schema: schema.map(str::to_owned) })
+        let origin = crate::CourseId::generate().to_string();
+        Ok(Self { pool, schema: schema.map(str::to_owned), url: url.into(), origin: origin.into() })
+    }
+
+    /// Starts following the changes other processes (replicas on the same database and schema)
+    /// commit: a thread LISTENs on [`CHANGES_CHANNEL`] and calls `on_change` for each of them, in
+    /// commit order, at most [`FOLLOW_POLL`] after the commit. Changes made through this store are
+    /// not reported (its own process already knows). After a lost connection it reconnects every
+    /// second, logging a warning; changes committed meanwhile are not replayed. Stops when the
+    /// returned [`ChangeFollower`] is dropped.
+    #[must_use]
+    pub fn follow_changes(&self, on_change: impl Fn(RemoteChange) + Send + 'static) -> ChangeFollower {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let follower = ChangeFollower { stop: std::sync::Arc::clone(&stop) };
+        let url = std::sync::Arc::clone(&self.url);
+        let origin = std::sync::Arc::clone(&self.origin);
+        let schema = self.schema.clone().unwrap_or_default();
+        let spawned = std::thread::Builder::new().name("pg-change-follower".to_owned()).spawn(move || {
+            follow(&url, &origin, &schema, &stop, &on_change);
+        });
+        if let Err(error) = spawned {
+            tracing::error!(%error, "cannot start following the catalog's changes");
+        }
+        follower
+    }
+
+    fn announcer(&self) -> (&str, Option<&str>) {
+        (&self.origin, self.schema.as_deref())
     }
 
     /// The schema given to [`open_in_schema`](Self::open_in_schema), if any.
@@ -370,13 +401,137 @@ impl HistoryRow {
     }
 }
 
-/// Appends the history entry of a write from `before` (none for a creation) to `after`.
+/// The channel every store announces its committed changes on (`pg_notify`, in the write's
+/// transaction, so a notice is delivered if and only if the write commits).
+pub const CHANGES_CHANNEL: &str = "mcp_cursos_changes";
+
+/// How often the follower thread checks for notices (a non-blocking read of the LISTEN connection).
+pub const FOLLOW_POLL: std::time::Duration = std::time::Duration::from_millis(20);
+
+/// A change another process committed: which course, and whether the listing changed (a course
+/// was created or archived, or a title changed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RemoteChange {
+    /// The course that changed.
+    pub course_id: CourseId,
+    /// True when the set of active courses or a title changed.
+    pub changes_listing: bool,
+}
+
+/// Stops [`PostgresStore::follow_changes`]' thread when dropped.
+#[derive(Debug)]
+pub struct ChangeFollower {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Drop for ChangeFollower {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+fn follow(
+    url: &str,
+    origin: &str,
+    schema: &str,
+    stop: &std::sync::atomic::AtomicBool,
+    on_change: &(impl Fn(RemoteChange) + ?Sized),
+) {
+    let stopped = || stop.load(std::sync::atomic::Ordering::Relaxed);
+    let mut connection: Option<PgConnection> = None;
+    while !stopped() {
+        let Some(listening) = connection.as_mut() else {
+            let listen = || -> Result<PgConnection, Box<dyn std::error::Error>> {
+                let mut fresh = PgConnection::establish(url)?;
+                diesel::sql_query(format!("LISTEN {CHANGES_CHANNEL}")).execute(&mut fresh)?;
+                Ok(fresh)
+            };
+            match listen() {
+                Ok(fresh) => {
+                    tracing::debug!("following the catalog's changes (LISTEN {CHANGES_CHANNEL})");
+                    connection = Some(fresh);
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "cannot LISTEN for other replicas' changes; retrying in 1 s");
+                    std::thread::sleep(std::time::Duration::from_secs(1));
+                }
+            }
+            continue;
+        };
+        let mut lost = false;
+        for notice in listening.notifications_iter() {
+            match notice {
+                Ok(notice) => {
+                    if let Some(change) = parse_notice(&notice.payload, origin, schema) {
+                        on_change(change);
+                    }
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "lost the LISTEN connection; reconnecting");
+                    lost = true;
+                    break;
+                }
+            }
+        }
+        if lost {
+            connection = None;
+        } else {
+            std::thread::sleep(FOLLOW_POLL);
+        }
+    }
+}
+
+/// `<origin> <schema or -> <course id> <0|1>`; `None` for this store's own notices, other
+/// schemas' and anything malformed.
+fn notice_payload(origin: &str, schema: Option<&str>, course_id: &str, changes_listing: bool) -> String {
+    format!(
+        "{origin} {} {course_id} {}",
+        schema.filter(|name| !name.is_empty()).unwrap_or("-"),
+        u8::from(changes_listing)
+    )
+}
+
+fn parse_notice(payload: &str, own_origin: &str, own_schema: &str) -> Option<RemoteChange> {
+    let mut fields = payload.split(' ');
+    let (origin, schema, id, listing) = (fields.next()?, fields.next()?, fields.next()?, fields.next()?);
+    let schema = if schema == "-" { "" } else { schema };
+    if origin == own_origin || schema != own_schema || fields.next().is_some() {
+        return None;
+    }
+    let changes_listing = match listing {
+        "0" => false,
+        "1" => true,
+        _ => return None,
+    };
+    Some(RemoteChange { course_id: CourseId::parse(id).ok()?, changes_listing })
+}
+
+/// Announces a committed write to the other processes (delivered only if the transaction commits).
+fn notify_change(
+    connection: &mut PgConnection,
+    announcer: (&str, Option<&str>),
+    before: Option<&CourseRow>,
+    after: &CourseRow,
+) -> Result<(), DieselError> {
+    let changes_listing = before.is_none_or(|before| before.archived != after.archived || before.title != after.title);
+    let payload = notice_payload(announcer.0, announcer.1, &after.id, changes_listing);
+    diesel::sql_query("SELECT pg_notify($1, $2)")
+        .bind::<diesel::sql_types::Text, _>(CHANGES_CHANNEL)
+        .bind::<diesel::sql_types::Text, _>(payload)
+        .execute(connection)
+        .map(|_| ())
+}
+
+/// Appends the history entry of a write from `before` (none for a creation) to `after`, and
+/// announces the change to the other processes, both in the write's transaction.
 fn record_history(
     connection: &mut PgConnection,
+    announcer: (&str, Option<&str>),
     before: Option<&CourseRow>,
     after: &CourseRow,
     provenance: &Provenance,
 ) -> Result<(), DieselError> {
+    notify_change(connection, announcer, before, after)?;
     let before = before.map(Snapshot::of);
     diesel::insert_into(course_history::table)
         .values((
@@ -445,7 +600,7 @@ impl CourseStore for PostgresStore {
             .transaction(|connection| {
                 lock_active_set(connection)?;
                 diesel::insert_into(courses::table).values(&row).execute(connection)?;
-                record_history(connection, None, &row, provenance)
+                record_history(connection, self.announcer(), None, &row, provenance)
             })
             .map_err(|error| write_error("cannot insert a course", error))
     }
@@ -483,7 +638,7 @@ impl CourseStore for PostgresStore {
                 )));
             }
             diesel::insert_into(courses::table).values(&row).execute(connection)?;
-            record_history(connection, None, &row, provenance)?;
+            record_history(connection, self.announcer(), None, &row, provenance)?;
             diesel::insert_into(course_creations::table)
                 .values((
                     course_creations::idempotency_key.eq(key.as_str()),
@@ -521,7 +676,7 @@ impl CourseStore for PostgresStore {
                 if updated != 1 {
                     return Ok(Replaced::Stale);
                 }
-                record_history(connection, Some(&before), &row, provenance)?;
+                record_history(connection, self.announcer(), Some(&before), &row, provenance)?;
                 Ok(Replaced::Done)
             })
             .map_err(|error| write_error("cannot update a course", error))
@@ -658,7 +813,7 @@ mod tests {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
 
-    use super::{contains_pattern, is_plain_identifier};
+    use super::{RemoteChange, contains_pattern, is_plain_identifier, notice_payload, parse_notice};
     use crate::catalog_tests::TestSchema;
     use crate::{Catalog, CourseStore, CourseTitle, NewCourse, Provenance, WorkloadHours};
 
@@ -726,6 +881,54 @@ mod tests {
         assert!(is_plain_identifier("test_1234_abcd"));
         for refused in ["", "1abc", "Abc", "a\"b", "a b", "a;drop", &"a".repeat(64)] {
             assert!(!is_plain_identifier(refused), "{refused:?}");
+        }
+    }
+
+    #[test]
+    fn a_change_committed_by_another_store_is_followed_and_its_own_are_not() {
+        let schema = TestSchema::create();
+        let here = schema.open();
+        let (sender, received) = std::sync::mpsc::channel();
+        let follower = here.follow_changes(move |change| {
+            let _ = sender.send(change);
+        });
+        let elsewhere = Catalog::new(schema.open());
+        let local = Catalog::new(here);
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        let by = || Provenance::new("teste", "criar_curso", "{}");
+        let new_course = |title: &str| NewCourse {
+            title: CourseTitle::parse(title).expect("title"),
+            workload_hours: WorkloadHours::parse(10).expect("hours"),
+        };
+        // Made here: not reported (this process already knows). Refused elsewhere: nothing committed.
+        runtime.block_on(local.create(new_course("Local"), by())).expect("created");
+        runtime.block_on(elsewhere.create(new_course("local"), by())).expect_err("duplicate title");
+        let created = runtime.block_on(elsewhere.create(new_course("Remoto"), by())).expect("created");
+        let changes = crate::CourseChanges { workload_hours: WorkloadHours::parse(20).ok(), ..Default::default() };
+        runtime.block_on(elsewhere.update(created.id(), changes, by())).expect("updated");
+        let timeout = std::time::Duration::from_secs(30);
+        let first = received.recv_timeout(timeout).expect("the creation is followed");
+        let second = received.recv_timeout(timeout).expect("the update is followed");
+        assert_eq!(first, RemoteChange { course_id: created.id(), changes_listing: true });
+        assert_eq!(second, RemoteChange { course_id: created.id(), changes_listing: false });
+        assert!(received.try_recv().is_err(), "nothing else: not the local write, not the refusal");
+        drop(follower);
+    }
+
+    #[test]
+    fn notices_are_read_only_from_other_origins_of_the_same_schema() {
+        let id = crate::CourseId::generate();
+        let payload = notice_payload("b", Some("s1"), &id.to_string(), true);
+        assert_eq!(parse_notice(&payload, "a", "s1"), Some(RemoteChange { course_id: id, changes_listing: true }));
+        assert_eq!(parse_notice(&payload, "b", "s1"), None, "its own");
+        assert_eq!(parse_notice(&payload, "a", "s2"), None, "another schema");
+        let default_schema = notice_payload("b", None, &id.to_string(), false);
+        assert_eq!(
+            parse_notice(&default_schema, "a", ""),
+            Some(RemoteChange { course_id: id, changes_listing: false })
+        );
+        for garbage in ["", "b s1", "b s1 not-an-id 1", &format!("b s1 {id} 2"), &format!("b s1 {id} 1 extra")] {
+            assert_eq!(parse_notice(garbage, "a", "s1"), None, "{garbage:?}");
         }
     }
 }

@@ -102,6 +102,19 @@ impl ServerState {
         crate::hub::announce_remote(&self.hub, id, list_changed);
     }
 
+    /// Follows the changes other replicas commit to the same PostgreSQL database (LISTEN/NOTIFY)
+    /// and tells this process's subscribers, on both protocol eras. Must be called from the Tokio
+    /// runtime; keep the returned follower alive as long as the server runs.
+    #[must_use]
+    pub fn follow_replicas(&self, store: &courses_domain::PostgresStore) -> courses_domain::ChangeFollower {
+        let state = self.clone();
+        let runtime = tokio::runtime::Handle::current();
+        store.follow_changes(move |change| {
+            let _entered = runtime.enter();
+            state.announce_remote_change(change.course_id, change.changes_listing);
+        })
+    }
+
     /// The catalog, observed by the hub: writes made through it notify subscribers.
     #[must_use]
     pub fn catalog(&self) -> &Catalog {
