@@ -4,7 +4,7 @@
 use rmcp::model::{CallToolRequestParams, ReadResourceRequestParams};
 use serde_json::json;
 
-use crate::support::{Era, fresh_database, start_backend, start_backend_with};
+use crate::support::{Era, PostgresSchema, fresh_database, start_backend, start_backend_with};
 
 /// The value of the sample `name` (exact line prefix, labels included) in a Prometheus text.
 fn sample(text: &str, name: &str) -> Option<f64> {
@@ -66,5 +66,39 @@ async fn metrics_are_off_unless_enabled_and_ready_answers_once_the_database_does
 
     let health = reqwest::get(format!("{}/health", backend.base_url)).await.expect("health");
     assert_eq!(health.status(), 200);
+    assert!(backend.stop().await.success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readiness_fails_while_the_database_does_not_answer_and_recovers_after() {
+    use diesel::{Connection, RunQueryDsl};
+
+    let schema = PostgresSchema::create();
+    let url = schema.url();
+    let (_folder, unused_sqlite) = fresh_database();
+    let backend =
+        start_backend_with(&unused_sqlite, Some("chave-de-prontidao-pg"), &[("DATABASE_URL", url.as_str())]).await;
+    let ready =
+        || async { reqwest::get(format!("{}/ready", backend.base_url)).await.expect("ready").status().as_u16() };
+    assert_eq!(ready().await, 200);
+
+    // Another session holds an exclusive lock on the table readiness reads: the database is up but
+    // does not answer this replica, as during a long migration or a stuck transaction.
+    let mut blocker = diesel::PgConnection::establish(&url).expect("connect");
+    diesel::sql_query("BEGIN").execute(&mut blocker).expect("begin");
+    diesel::sql_query("LOCK TABLE catalog_counters IN ACCESS EXCLUSIVE MODE").execute(&mut blocker).expect("lock");
+    assert_eq!(ready().await, 503, "not ready while the database does not answer within 2 s");
+    let health = reqwest::get(format!("{}/health", backend.base_url)).await.expect("health");
+    assert_eq!(health.status(), 200, "liveness does not depend on the database");
+
+    diesel::sql_query("COMMIT").execute(&mut blocker).expect("commit");
+    let mut status = 503;
+    for _ in 0..100 {
+        status = ready().await;
+        if status == 200 {
+            break;
+        }
+    }
+    assert_eq!(status, 200, "ready again once the database answers");
     assert!(backend.stop().await.success());
 }
