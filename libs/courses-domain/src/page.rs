@@ -39,7 +39,8 @@ impl PageCursor {
     /// # Errors
     /// [`PageCursorError`] when the text was not made by `to_token`.
     pub fn parse_token(token: &str) -> Result<Self, PageCursorError> {
-        if token.is_empty() || token.len() > 19 || !token.bytes().all(|byte| byte.is_ascii_digit()) {
+        let canonical = token == "0" || !token.starts_with('0');
+        if token.is_empty() || token.len() > 19 || !canonical || !token.bytes().all(|byte| byte.is_ascii_digit()) {
             return Err(PageCursorError);
         }
         token.parse::<i64>().ok().and_then(|position| u64::try_from(position).ok()).map(Self).ok_or(PageCursorError)
@@ -96,7 +97,7 @@ mod tests {
 
     #[test]
     fn a_token_that_was_not_made_by_the_catalog_is_refused() {
-        for token in ["", "abc", "-1", "+1", " 1", "1.5", "0x10", "9223372036854775808", "99999999999999999999999999"] {
+        for token in ["", "abc", "-1", "+1", " 1", "1.5", "0x10", "007", "00", "9223372036854775808", "99999999999999999999999999"] {
             assert_eq!(PageCursor::parse_token(token), Err(PageCursorError), "{token:?}");
         }
     }
