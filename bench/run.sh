@@ -133,10 +133,25 @@ start rmcp-sse "$BIN/peer_rmcp" --session-mode stateful
 start ts-json "$NODE" "$TS_SERVER" --session-mode stateless
 start ts-sse "$NODE" "$TS_SERVER" --session-mode stateful
 
+# mcp-cursos on PostgreSQL (JSON mode), in a schema of its own of PG_URL's database, seeded through
+# criar_curso (the scale loader writes SQLite only). Skipped when PostgreSQL is unreachable.
+PG_URL="${PG_URL:-postgres://postgres@127.0.0.1:5432/test}"
+PG_SCHEMA="bench_$(head -c 6 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+PG_COURSES="${PG_COURSES:-200}"
+if psql "$PG_URL" -qAtc "CREATE SCHEMA $PG_SCHEMA; CREATE EXTENSION IF NOT EXISTS pg_trgm WITH SCHEMA public" >/dev/null 2>&1; then
+  trap 'cleanup; psql "$PG_URL" -qc "DROP SCHEMA IF EXISTS $PG_SCHEMA CASCADE" >/dev/null 2>&1 || true' EXIT
+  start cursospg-json "${backend_env[@]}" SESSION_MODE=stateless \
+    DATABASE_URL="$PG_URL?options=-csearch_path%3D$PG_SCHEMA%2Cpublic" "$BIN/mcp-cursos-backend"
+  PG_ENABLED=1
+else
+  log "PostgreSQL unreachable at PG_URL: no PostgreSQL cell"
+  PG_ENABLED=0
+fi
+
 # post NAME SESSION BODY: one request as wrk sends it; prints "STATUS BODY".
 post() {
   local name="$1" session="$2" body="$3" key=()
-  [[ "$name" == cursos-* ]] && key=(-H "Authorization: Bearer $API_KEY")
+  [[ "$name" == cursos* ]] && key=(-H "Authorization: Bearer $API_KEY")
   curl -sS -m 10 -o "$OUT/logs/curl.body" -D "$OUT/logs/curl.headers" -w '%{http_code}' "${key[@]}" \
     -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
     -H 'MCP-Protocol-Version: 2025-11-25' ${session:+-H "Mcp-Session-Id: $session"} \
@@ -152,7 +167,7 @@ for name in cursos-sse rmcp-sse ts-sse; do
   [[ -n "${SESSION[$name]}" ]] || { log "$name: no Mcp-Session-Id"; cat "$OUT/logs/curl.headers" >&2; exit 1; }
   post "$name" "${SESSION[$name]}" '{"jsonrpc":"2.0","method":"notifications/initialized"}' >/dev/null
 done
-SESSION[cursos-json]=""; SESSION[axum-json]=""; SESSION[rmcp-json]=""; SESSION[ts-json]=""
+SESSION[cursos-json]=""; SESSION[axum-json]=""; SESSION[rmcp-json]=""; SESSION[ts-json]=""; SESSION[cursospg-json]=""
 
 # The course read by every server: mcp-cursos's first course, the peers' one course.
 PEER_URI="cursos://0b5c4f8e-6a63-4c51-9d7e-2f0b8f0c1a11"
@@ -161,6 +176,15 @@ COURSE_ID="$(grep -o '\\"id\\":\\"[0-9a-f-]\{36\}' <<<"$catalog" | sed -n 1p | g
 [[ -n "$COURSE_ID" ]] || { log "no course in the catalog: $catalog"; exit 1; }
 CURSOS_URI="cursos://$COURSE_ID"
 # sse.db is a copy of the same file: same ids.
+PG_URI=""
+if [[ "$PG_ENABLED" == 1 ]]; then
+  for number in $(seq 1 "$PG_COURSES"); do
+    created="$(post cursospg-json "" "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"criar_curso\",\"arguments\":{\"titulo\":\"Curso pg $number\",\"cargaHoraria\":10}}}")"
+    [[ -z "$PG_URI" ]] && PG_URI="cursos://$(grep -o '\\"id\\":\\"[0-9a-f-]\{36\}' <<<"$created" | sed -n 1p | grep -o '[0-9a-f-]\{36\}')"
+  done
+  [[ "$PG_URI" != "cursos://" ]] || { log "no course created on PostgreSQL: ${created:0:300}"; exit 1; }
+  log "PostgreSQL catalog seeded with $PG_COURSES courses through criar_curso"
+fi
 
 # The cells: TARGET MODE OP (server name = TARGET-MODE).
 CELLS=(
@@ -170,7 +194,10 @@ CELLS=(
   "rmcp json read" "rmcp sse read"
   "ts json read" "ts sse read"
 )
-uri_of() { [[ "$1" == cursos ]] && echo "$CURSOS_URI" || echo "$PEER_URI"; }
+[[ "$PG_ENABLED" == 1 ]] && CELLS+=("cursospg json read")
+uri_of() {
+  case "$1" in cursos) echo "$CURSOS_URI" ;; cursospg) echo "$PG_URI" ;; *) echo "$PEER_URI" ;; esac
+}
 
 # Check every cell once before measuring: 200 and a result, never an error.
 for cell in "${CELLS[@]}"; do
@@ -203,7 +230,7 @@ run_cell() { # REP TARGET MODE OP CONNS
   load="$(cut -d' ' -f1-3 /proc/loadavg)"
   reset_peak "${PID[$name]}"
   figures="$(BENCH_OP="$op" BENCH_URI="$(uri_of "$target")" BENCH_SESSION="${SESSION[$name]}" \
-    BENCH_KEY="$([[ "$target" == cursos ]] && echo "$API_KEY")" BENCH_TAG="bench r$rep $mode c$conns $RANDOM" \
+    BENCH_KEY="$([[ "$target" == cursos* ]] && echo "$API_KEY")" BENCH_TAG="bench r$rep $mode c$conns $RANDOM" \
     timeout $((BENCH_SECONDS + 30)) "$WRK" -t "$threads" -c "$conns" -d "${BENCH_SECONDS}s" --timeout 5s \
     -s bench/load/mcp.lua "${URL[$name]}" | grep '^{"requests"')"
   echo "{\"rep\":$rep,\"target\":\"$target\",\"mode\":\"$mode\",\"op\":\"$op\",\"conns\":$conns,\"threads\":$threads,\"peak_kb\":$(vmhwm_kb "${PID[$name]}"),\"load\":\"$load\",\"wrk\":$figures}" >> "$OUT/cells.jsonl"
@@ -211,9 +238,11 @@ run_cell() { # REP TARGET MODE OP CONNS
 }
 
 # Warm-up: one second of reads on each server (JIT, caches, pools), not recorded.
-for name in cursos-json cursos-sse axum-json rmcp-json rmcp-sse ts-json ts-sse; do
+WARM=(cursos-json cursos-sse axum-json rmcp-json rmcp-sse ts-json ts-sse)
+[[ "$PG_ENABLED" == 1 ]] && WARM+=(cursospg-json)
+for name in "${WARM[@]}"; do
   BENCH_OP=read BENCH_URI="$(uri_of "${name%-*}")" BENCH_SESSION="${SESSION[$name]}" \
-    BENCH_KEY="$([[ "$name" == cursos-* ]] && echo "$API_KEY")" \
+    BENCH_KEY="$([[ "$name" == cursos* ]] && echo "$API_KEY")" \
     "$WRK" -t 2 -c 10 -d 1s -s bench/load/mcp.lua "${URL[$name]}" >/dev/null
 done
 

@@ -11,11 +11,12 @@ from pathlib import Path
 
 LABELS = {
     "cursos": "mcp-cursos",
+    "cursospg": "mcp-cursos on PostgreSQL",
     "axum": "(a) bare axum",
     "rmcp": "(b) minimal rmcp",
     "ts": "(c) TypeScript SDK",
 }
-ORDER = ["cursos", "axum", "rmcp", "ts"]
+ORDER = ["cursos", "cursospg", "axum", "rmcp", "ts"]
 OPS = {"read": "read `cursos://{uuid}`", "page": "catalog page", "create": "`criar_curso`"}
 
 
@@ -117,7 +118,14 @@ def main(folder: Path) -> None:
             spawn < 15)
     peak = max((cell["peak"] for (target, *_), cell in summary.items() if target == "cursos"), default=0)
     row("peak memory under load < 40 MB (SQLite)", f"{peak:.1f} MB (highest VmHWM of either backend)", peak < 40)
-    print("| PostgreSQL read within 3× of SQLite | not measured: the server has no PostgreSQL store yet | n/a |")
+    sqlite = summary.get(("cursos", "json", "read", top))
+    postgres = summary.get(("cursospg", "json", "read", top))
+    if sqlite and postgres:
+        ratio = sqlite["rps"] / postgres["rps"]
+        row(f"PostgreSQL read within 3× of SQLite (JSON, {top} conns)",
+            f"{postgres['rps']:,.0f} vs {sqlite['rps']:,.0f} req/s: SQLite is {ratio:.2f}× PostgreSQL", ratio <= 3)
+    else:
+        print("| PostgreSQL read within 3× of SQLite | not measured (PG_URL unreachable) | n/a |")
 
 
 if __name__ == "__main__":
