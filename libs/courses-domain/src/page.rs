@@ -97,7 +97,19 @@ mod tests {
 
     #[test]
     fn a_token_that_was_not_made_by_the_catalog_is_refused() {
-        for token in ["", "abc", "-1", "+1", " 1", "1.5", "0x10", "007", "00", "9223372036854775808", "99999999999999999999999999"] {
+        for token in [
+            "",
+            "abc",
+            "-1",
+            "+1",
+            " 1",
+            "1.5",
+            "0x10",
+            "007",
+            "00",
+            "9223372036854775808",
+            "99999999999999999999999999",
+        ] {
             assert_eq!(PageCursor::parse_token(token), Err(PageCursorError), "{token:?}");
         }
     }
