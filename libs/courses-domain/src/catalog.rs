@@ -390,15 +390,8 @@ impl Catalog {
     ) -> Result<HistoryPage, GetCourseError> {
         self.blocking(move |store| {
             let course = store.find(id)?.ok_or(GetCourseError::NotFound { id })?;
-            let size = usize::from(size.get());
-            let mut entries = store.history_page(&course, after, size + 1)?;
-            let next = if entries.len() > size {
-                entries.truncate(size);
-                entries.last().map(|(_, cursor)| *cursor)
-            } else {
-                None
-            };
-            Ok(HistoryPage { entries: entries.into_iter().map(|(entry, _)| entry).collect(), next })
+            let (entries, next) = split_page(store.history_page(&course, after, usize::from(size.get()) + 1)?, size);
+            Ok(HistoryPage { entries, next })
         })
         .await?
     }
@@ -409,16 +402,8 @@ impl Catalog {
     /// [`StoreError`] when the storage fails.
     pub async fn active_page(&self, after: Option<PageCursor>, size: PageSize) -> Result<CoursePage, StoreError> {
         self.blocking(move |store| {
-            // One extra row tells whether a next page exists without a second query.
-            let size = usize::from(size.get());
-            let mut entries = store.active_page(after, size + 1)?;
-            let next = if entries.len() > size {
-                entries.truncate(size);
-                entries.last().map(|(_, cursor)| *cursor)
-            } else {
-                None
-            };
-            Ok(CoursePage { courses: entries.into_iter().map(|(course, _)| course).collect(), next })
+            let (courses, next) = split_page(store.active_page(after, usize::from(size.get()) + 1)?, size);
+            Ok(CoursePage { courses, next })
         })
         .await?
     }
@@ -447,4 +432,17 @@ impl Catalog {
             .await
             .map_err(|join_error| StoreError::new("the store task did not finish", join_error))
     }
+}
+
+/// A page from `size + 1` rows a store read: the extra row tells whether a next page exists
+/// without a second query; the cursor of the page's last row continues it.
+fn split_page<T>(mut rows: Vec<(T, PageCursor)>, size: PageSize) -> (Vec<T>, Option<PageCursor>) {
+    let size = usize::from(size.get());
+    let next = if rows.len() > size {
+        rows.truncate(size);
+        rows.last().map(|(_, cursor)| *cursor)
+    } else {
+        None
+    };
+    (rows.into_iter().map(|(item, _)| item).collect(), next)
 }
