@@ -19,7 +19,9 @@
 #
 # Settings (environment): BENCH_SECONDS (3), REPS (3), CONNS ("1 10 50"), OUT (target/bench-load),
 # STDIO_SPAWNS (30), STDIO_REQUESTS (5000), CATALOG (1000 active courses), QUICK (unset),
-# BUILD (1; 0 uses the release binaries already in target/release).
+# BUILD (1; 0 uses the release binaries already in target/release), ONLY (an extended regex over
+# "target mode op": measure only the matching cells, e.g. ONLY='cursos json create|rmcp json'),
+# STDIO (1; 0 skips the stdio figures).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$PWD"
@@ -195,6 +197,10 @@ CELLS=(
   "ts json read" "ts sse read"
 )
 [[ "$PG_ENABLED" == 1 ]] && CELLS+=("cursospg json read")
+if [[ -n "${ONLY:-}" ]]; then
+  mapfile -t CELLS < <(printf '%s\n' "${CELLS[@]}" | grep -E -- "$ONLY" || true)
+  (( ${#CELLS[@]} > 0 )) || { log "ONLY='$ONLY' matches no cell"; exit 1; }
+fi
 uri_of() {
   case "$1" in cursos) echo "$CURSOS_URI" ;; cursospg) echo "$PG_URI" ;; *) echo "$PEER_URI" ;; esac
 }
@@ -262,6 +268,7 @@ for rep in $(seq 1 "$REPS"); do
     read -r target mode op <<<"$cell"
     for conns in $CONNS; do run_cell "$rep" "$target" "$mode" "$op" "$conns"; done
   done
+  [[ "${STDIO:-1}" == 0 ]] && continue
   log "stdio, repetition $rep"
   "$BIN/stdio_probe" --binary "$BIN/mcp-cursos-stdio" --database "$OUT/data/stdio.db" --uri "$CURSOS_URI" \
     --spawns "$STDIO_SPAWNS" --requests "$STDIO_REQUESTS" | sed "s/^{/{\"rep\":$rep,/" >> "$OUT/stdio.jsonl"

@@ -197,6 +197,60 @@ async fn the_store_creates_its_folder_and_the_data_survives_reopening_the_file()
     drop(folder);
 }
 
+/// Group commit (ADR 0020): writes that queue while the writer waits for the file's write lock
+/// are committed together, one transaction (one fsync) for the lot, and a write of the batch that
+/// fails (a duplicate title) rolls back only itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_queued_behind_a_busy_writer_commit_together_and_a_refused_one_fails_alone() {
+    const WRITES: usize = 40;
+    let folder = tempfile::tempdir().expect("temp dir");
+    let path = folder.path().join("cursos.db");
+    let store = SqliteStore::open(&path).expect("open store");
+    let catalog = Catalog::new(store.clone());
+    // Another process holds the write lock: the writer's BEGIN IMMEDIATE waits (busy timeout).
+    let mut holder = diesel::SqliteConnection::establish(&path.to_string_lossy()).expect("second connection");
+    holder.batch_execute("BEGIN IMMEDIATE").expect("take the write lock");
+    let commits_before = store.commits();
+    let tasks: Vec<_> = (0..WRITES)
+        .map(|number| {
+            // Three of them want the same title: one wins, two are refused.
+            let title = if number % 13 == 5 { "Duplicado".to_owned() } else { format!("Curso {number}") };
+            let catalog = catalog.clone();
+            tokio::spawn(async move { catalog.create(new_course(&title, 10), by()).await })
+        })
+        .collect();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let (queued, writing) = store.pending_writes();
+        if writing > 0 && queued + writing == WRITES {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the writes never queued: {queued} queued, {writing} writing");
+        tokio::task::yield_now().await;
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    holder.batch_execute("ROLLBACK").expect("release the write lock");
+    let mut created = Vec::new();
+    let mut refused = 0;
+    for task in tasks {
+        match task.await.expect("task") {
+            Ok(course) => created.push(course),
+            Err(CreateCourseError::DuplicateTitle { .. }) => refused += 1,
+            Err(other) => panic!("unexpected failure: {other:?}"),
+        }
+    }
+    assert_eq!((created.len(), refused), (WRITES - 2, 2));
+    // The batch the writer had taken, then every write queued behind it: two transactions.
+    let commits = store.commits() - commits_before;
+    assert!(commits <= 2, "{WRITES} writes took {commits} transactions");
+    assert_eq!(catalog.count_active().await.expect("count"), u64::try_from(WRITES - 2).expect("fits"));
+    for course in &created {
+        assert_eq!(&catalog.get(course.id()).await.expect("stored"), course);
+        let history = catalog.history(course.id(), None, PageSize::default()).await.expect("history");
+        assert_eq!(history.entries.len(), 1, "one history entry per create");
+    }
+}
+
 async fn a_title_already_used_by_an_active_course_is_refused_case_and_spacing_aside(backend: Backend) {
     let test = backend.open_catalog();
     test.catalog.create(new_course("Arquitetura de Software", 12), by()).await.expect("created");

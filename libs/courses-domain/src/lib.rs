@@ -20,6 +20,7 @@ mod idempotency_key;
 mod page;
 mod postgres;
 mod sqlite;
+mod sqlite_writer;
 mod store;
 mod workload_hours;
 

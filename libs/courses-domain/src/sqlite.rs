@@ -2,6 +2,8 @@
 //!
 //! SQLite is compiled into the binary (`libsqlite3-sys/bundled`). The file is opened in WAL
 //! mode with a busy timeout and `synchronous = FULL`, and the embedded migrations run on open.
+//! Reads use a pool of connections; writes go through one writer thread that commits them in
+//! batches, one fsync per batch ([`crate::sqlite_writer`], group commit).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -16,6 +18,7 @@ use time::format_description::BorrowedFormatItem;
 use time::macros::format_description;
 use time::{OffsetDateTime, PrimitiveDateTime};
 
+use crate::sqlite_writer::{WriteFailure, Writer};
 use crate::store::{IdempotentInsert, Replaced, WriteError};
 use crate::{
     Course, CourseId, CourseStore, CourseTitle, HistoryEntry, IdempotencyKey, PageCursor, Provenance, StoreError,
@@ -122,7 +125,10 @@ pub enum OpenStoreError {
 /// The SQLite course store: a pool of connections to one database file.
 #[derive(Clone)]
 pub struct SqliteStore {
+    /// Reads: any pooled connection (WAL readers never wait for the writer).
     pool: Pool<ConnectionManager<SqliteConnection>>,
+    /// Writes: the one writer thread of this store, which commits them in batches.
+    writer: Writer,
     path: PathBuf,
 }
 
@@ -185,8 +191,9 @@ impl SqliteStore {
             })
             .map_err(|error| OpenStoreError::Migrate { path: path.to_owned(), source: error.into() })?;
         drop(connection);
+        let writer = Writer::start(path, ConnectionSettings).map_err(|error| open_error(error.into()))?;
         tracing::debug!(path = %path.display(), "course store opened");
-        Ok(Self { pool, path: path.to_owned() })
+        Ok(Self { pool, writer, path: path.to_owned() })
     }
 
     /// The database file.
@@ -197,6 +204,36 @@ impl SqliteStore {
 
     fn connection(&self) -> Result<PooledConnection<ConnectionManager<SqliteConnection>>, StoreError> {
         self.pool.get().map_err(|error| StoreError::new("no database connection available", error))
+    }
+
+    /// Runs `work` (one write) in the writer's next batch; its outcome once that batch committed.
+    fn write<T, F>(&self, context: &'static str, work: F) -> Result<T, WriteError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut SqliteConnection) -> Result<T, DieselError> + Send + 'static,
+    {
+        self.writer.write(work).map_err(|failure| match failure {
+            WriteFailure::Statement(error) => write_error(context, error),
+            WriteFailure::Batch(error) => WriteError::Store(StoreError::new(context, error)),
+            WriteFailure::Connection(error) => WriteError::Store(StoreError::new(context, error)),
+            WriteFailure::WriterGone => WriteError::Store(StoreError::message("the database writer stopped")),
+        })
+    }
+
+    /// Transactions the writer committed so far (each holds one or more writes).
+    #[cfg(test)]
+    pub(crate) fn commits(&self) -> u64 {
+        self.writer.stats().commits.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Writes waiting for the writer, and writes of the batch it is writing.
+    #[cfg(test)]
+    pub(crate) fn pending_writes(&self) -> (usize, usize) {
+        let stats = self.writer.stats();
+        (
+            stats.queued.load(std::sync::atomic::Ordering::SeqCst),
+            stats.writing.load(std::sync::atomic::Ordering::SeqCst),
+        )
     }
 }
 
@@ -393,12 +430,11 @@ fn is_active() -> diesel::expression::SqlLiteral<diesel::sql_types::Bool> {
 impl CourseStore for SqliteStore {
     fn insert(&self, course: &Course, provenance: &Provenance) -> Result<(), WriteError> {
         let row = CourseRow::from_course(course)?;
-        self.connection()?
-            .immediate_transaction(|connection| {
-                diesel::insert_into(courses::table).values(&row).execute(connection)?;
-                record_history(connection, None, &row, provenance)
-            })
-            .map_err(|error| write_error("cannot insert a course", error))
+        let provenance = provenance.clone();
+        self.write("cannot insert a course", move |connection| {
+            diesel::insert_into(courses::table).values(&row).execute(connection)?;
+            record_history(connection, None, &row, &provenance)
+        })
     }
 
     fn insert_idempotent(
@@ -410,10 +446,10 @@ impl CourseStore for SqliteStore {
     ) -> Result<IdempotentInsert, WriteError> {
         let row = CourseRow::from_course(course)?;
         let created_at = row.created_at.clone();
-        let mut connection = self.connection()?;
-        // Immediate: the write lock is taken before the key is read, so two retries of one key
-        // cannot both find it unused.
-        let outcome = connection.immediate_transaction(|connection| {
+        let (key, fingerprint, provenance) = (key.clone(), fingerprint.to_owned(), provenance.clone());
+        // The writer's transaction is immediate: the write lock is held before the key is read, so
+        // two retries of one key cannot both find it unused.
+        let outcome = self.write("cannot insert a course idempotently", move |connection| {
             let previous: Option<(String, String)> = course_creations::table
                 .find(key.as_str())
                 .select((course_creations::fingerprint, course_creations::course_id))
@@ -434,41 +470,39 @@ impl CourseStore for SqliteStore {
                 )));
             }
             diesel::insert_into(courses::table).values(&row).execute(connection)?;
-            record_history(connection, None, &row, provenance)?;
+            record_history(connection, None, &row, &provenance)?;
             diesel::insert_into(course_creations::table)
                 .values((
                     course_creations::idempotency_key.eq(key.as_str()),
-                    course_creations::fingerprint.eq(fingerprint),
+                    course_creations::fingerprint.eq(&fingerprint),
                     course_creations::course_id.eq(&row.id),
                     course_creations::created_at.eq(&created_at),
                 ))
                 .execute(connection)?;
             Ok::<_, DieselError>(Ok(()))
-        });
-        match outcome {
-            Ok(Ok(())) => Ok(IdempotentInsert::Inserted),
-            Ok(Err(earlier)) => Ok(earlier),
-            Err(error) => Err(write_error("cannot insert a course idempotently", error)),
-        }
+        })?;
+        Ok(match outcome {
+            Ok(()) => IdempotentInsert::Inserted,
+            Err(earlier) => earlier,
+        })
     }
 
     fn replace(&self, before: &Course, after: &Course, provenance: &Provenance) -> Result<Replaced, WriteError> {
         let before = CourseRow::from_course(before)?;
         let row = CourseRow::from_course(after)?;
-        self.connection()?
-            .immediate_transaction(|connection| {
-                let updated = diesel::update(courses::table)
-                    .filter(courses::id.eq(&row.id))
-                    .filter(courses::version.eq(before.version))
-                    .set(&row)
-                    .execute(connection)?;
-                if updated != 1 {
-                    return Ok(Replaced::Stale);
-                }
-                record_history(connection, Some(&before), &row, provenance)?;
-                Ok(Replaced::Done)
-            })
-            .map_err(|error| write_error("cannot update a course", error))
+        let provenance = provenance.clone();
+        self.write("cannot update a course", move |connection| {
+            let updated = diesel::update(courses::table)
+                .filter(courses::id.eq(&row.id))
+                .filter(courses::version.eq(before.version))
+                .set(&row)
+                .execute(connection)?;
+            if updated != 1 {
+                return Ok(Replaced::Stale);
+            }
+            record_history(connection, Some(&before), &row, &provenance)?;
+            Ok(Replaced::Done)
+        })
     }
 
     fn find(&self, id: CourseId) -> Result<Option<Course>, StoreError> {
