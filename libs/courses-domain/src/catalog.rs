@@ -17,8 +17,9 @@ const MAX_REVISION_ATTEMPTS: usize = 16;
 
 /// The course catalog: every rule of the domain, over a [`CourseStore`].
 ///
-/// Cheap to clone (it holds `Arc`s). Every operation runs the store's blocking work on Tokio's
-/// blocking pool, so callers on the async runtime never block a worker thread.
+/// Cheap to clone (it holds `Arc`s). Writes and searches run the store's blocking work on Tokio's
+/// blocking pool, so callers on the async runtime never wait for a write or the network; bounded
+/// reads of a local store run inline ([`CourseStore::reads_inline`]).
 #[derive(Debug, Clone)]
 pub struct Catalog {
     store: Arc<dyn CourseStore>,
@@ -374,7 +375,7 @@ impl Catalog {
     /// # Errors
     /// [`GetCourseError::NotFound`] when no course has this id.
     pub async fn get(&self, id: CourseId) -> Result<Course, GetCourseError> {
-        self.blocking(move |store| store.find(id)?.ok_or(GetCourseError::NotFound { id })).await?
+        self.read(move |store| store.find(id)?.ok_or(GetCourseError::NotFound { id })).await?
     }
 
     /// A page of a course's history (every accepted write, with who made it and how), newest
@@ -388,7 +389,7 @@ impl Catalog {
         after: Option<PageCursor>,
         size: PageSize,
     ) -> Result<HistoryPage, GetCourseError> {
-        self.blocking(move |store| {
+        self.read(move |store| {
             let course = store.find(id)?.ok_or(GetCourseError::NotFound { id })?;
             let (entries, next) = split_page(store.history_page(&course, after, usize::from(size.get()) + 1)?, size);
             Ok(HistoryPage { entries, next })
@@ -401,7 +402,7 @@ impl Catalog {
     /// # Errors
     /// [`StoreError`] when the storage fails.
     pub async fn active_page(&self, after: Option<PageCursor>, size: PageSize) -> Result<CoursePage, StoreError> {
-        self.blocking(move |store| {
+        self.read(move |store| {
             let (courses, next) = split_page(store.active_page(after, usize::from(size.get()) + 1)?, size);
             Ok(CoursePage { courses, next })
         })
@@ -419,7 +420,17 @@ impl Catalog {
     /// # Errors
     /// [`StoreError`] when the storage fails.
     pub async fn count_active(&self) -> Result<u64, StoreError> {
-        self.blocking(|store| store.count_active()).await?
+        self.read(|store| store.count_active()).await?
+    }
+
+    /// Runs a bounded read: on this thread when the store's reads are local and short
+    /// ([`CourseStore::reads_inline`], ADR 0021), else on the blocking pool.
+    async fn read<T, F>(&self, work: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&dyn CourseStore) -> T + Send + 'static,
+    {
+        if self.store.reads_inline() { Ok(work(self.store.as_ref())) } else { self.blocking(work).await }
     }
 
     async fn blocking<T, F>(&self, work: F) -> Result<T, StoreError>

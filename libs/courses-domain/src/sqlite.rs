@@ -29,7 +29,8 @@ const MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations");
 
 /// How long a writer waits for another process's write lock before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
-/// Connections kept by the pool. SQLite allows one writer at a time; more readers help the HTTP backend.
+/// Connections kept by the pool, for reads only (writes have the writer's own connection). Reads
+/// run inline on the async workers, so at most one per worker thread is in use at a time.
 const POOL_SIZE: u32 = 8;
 
 /// Stored timestamps: RFC 3339, UTC, millisecond precision, fixed width (text order is time order).
@@ -556,6 +557,12 @@ impl CourseStore for SqliteStore {
             .load(&mut self.connection()?)
             .map_err(|error| StoreError::new("cannot read a course's history", error))?;
         rows.into_iter().map(|row| row.into_entry(course)).collect()
+    }
+
+    /// A local file, indexed reads of at most one page (100 courses), and WAL: a reader never
+    /// waits for a writer (the writer has its own connection, out of the pool).
+    fn reads_inline(&self) -> bool {
+        true
     }
 
     fn pool_status(&self) -> crate::PoolStatus {

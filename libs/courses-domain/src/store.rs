@@ -150,6 +150,16 @@ pub trait CourseStore: Send + Sync + std::fmt::Debug + 'static {
     /// [`StoreError`] when the storage fails.
     fn search_active(&self, key: &str, limit: usize) -> Result<Vec<Course>, StoreError>;
 
+    /// Whether the [`Catalog`](crate::Catalog) may run this store's bounded reads (a course, a
+    /// page, a history page, the count) on the async runtime's thread instead of the blocking pool.
+    ///
+    /// True only for a store whose reads are local and short (an indexed read of a local file: tens
+    /// of microseconds, less than the two thread wake-ups of the hop to the blocking pool) and
+    /// never wait for a writer. The default, false, suits any store behind a network.
+    fn reads_inline(&self) -> bool {
+        false
+    }
+
     /// How busy the connection pool is (cheap; never blocks on the database). A store without a
     /// pool reports zeros.
     fn pool_status(&self) -> PoolStatus {
