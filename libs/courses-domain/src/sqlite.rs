@@ -423,6 +423,10 @@ fn write_error(context: &'static str, error: DieselError) -> WriteError {
     }
 }
 
+// Lookups by a unique key use `get_result`, not `first`: `first` adds `LIMIT ?`, and SQLite
+// re-prepares a statement whose LIMIT is a bound parameter on every execution (the planner reads
+// the bound value), which defeats diesel's statement cache: a full SQL parse per read.
+
 /// Only active courses: a literal (not a bound parameter) so SQLite can use the partial indexes.
 fn is_active() -> diesel::expression::SqlLiteral<diesel::sql_types::Bool> {
     diesel::dsl::sql::<diesel::sql_types::Bool>("archived = 0")
@@ -454,7 +458,7 @@ impl CourseStore for SqliteStore {
             let previous: Option<(String, String)> = course_creations::table
                 .find(key.as_str())
                 .select((course_creations::fingerprint, course_creations::course_id))
-                .first(connection)
+                .get_result(connection)
                 .optional()?;
             if let Some((previous_fingerprint, course_id)) = previous {
                 if previous_fingerprint != fingerprint {
@@ -463,7 +467,7 @@ impl CourseStore for SqliteStore {
                 let original: CourseRow = courses::table
                     .filter(courses::id.eq(course_id))
                     .select(CourseRow::as_select())
-                    .first(connection)?;
+                    .get_result(connection)?;
                 return Ok(Err(IdempotentInsert::Replayed(
                     original
                         .into_course()
@@ -510,7 +514,7 @@ impl CourseStore for SqliteStore {
         courses::table
             .filter(courses::id.eq(id.to_string()))
             .select(CourseRow::as_select())
-            .first(&mut self.connection()?)
+            .get_result(&mut self.connection()?)
             .optional()
             .map_err(|error| StoreError::new("cannot read a course", error))?
             .map(CourseRow::into_course)
@@ -577,7 +581,7 @@ impl CourseStore for SqliteStore {
     fn count_active(&self) -> Result<u64, StoreError> {
         let count: i64 = catalog_counters::table
             .select(catalog_counters::active_courses)
-            .first(&mut self.connection()?)
+            .get_result(&mut self.connection()?)
             .map_err(|error| StoreError::new("cannot count the catalog", error))?;
         u64::try_from(count).map_err(|error| StoreError::new("negative count", error))
     }
