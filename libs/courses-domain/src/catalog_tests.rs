@@ -251,6 +251,35 @@ async fn writes_queued_behind_a_busy_writer_commit_together_and_a_refused_one_fa
     }
 }
 
+/// Group commit (ADR 0020): when the batch's transaction cannot start (another process holds the
+/// write lock past the busy timeout), every write of the batch fails with a store error and none
+/// is written; the writer then recovers for the next writes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_that_cannot_commit_fails_every_write_in_it_and_writes_nothing() {
+    const WRITES: usize = 5;
+    let folder = tempfile::tempdir().expect("temp dir");
+    let path = folder.path().join("cursos.db");
+    let store = SqliteStore::open_with_busy_timeout(&path, std::time::Duration::from_millis(300)).expect("open store");
+    let catalog = Catalog::new(store.clone());
+    let mut holder = diesel::SqliteConnection::establish(&path.to_string_lossy()).expect("second connection");
+    holder.batch_execute("BEGIN IMMEDIATE").expect("take the write lock");
+    let tasks: Vec<_> = (0..WRITES)
+        .map(|number| {
+            let catalog = catalog.clone();
+            tokio::spawn(async move { catalog.create(new_course(&format!("Curso {number}"), 10), by()).await })
+        })
+        .collect();
+    for task in tasks {
+        let outcome = task.await.expect("task");
+        assert!(matches!(outcome, Err(CreateCourseError::Store(_))), "{outcome:?}");
+    }
+    holder.batch_execute("ROLLBACK").expect("release the write lock");
+    assert_eq!(catalog.count_active().await.expect("count"), 0, "nothing of the failed batches was written");
+    let after = catalog.create(new_course("Curso depois", 10), by()).await.expect("the writer recovered");
+    assert_eq!(catalog.get(after.id()).await.expect("stored"), after);
+    assert_eq!(catalog.count_active().await.expect("count"), 1);
+}
+
 async fn a_title_already_used_by_an_active_course_is_refused_case_and_spacing_aside(backend: Backend) {
     let test = backend.open_catalog();
     test.catalog.create(new_course("Arquitetura de Software", 12), by()).await.expect("created");

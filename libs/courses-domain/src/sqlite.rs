@@ -140,7 +140,9 @@ impl std::fmt::Debug for SqliteStore {
 }
 
 #[derive(Debug)]
-struct ConnectionSettings;
+struct ConnectionSettings {
+    busy_timeout: Duration,
+}
 
 impl CustomizeConnection<SqliteConnection, diesel::r2d2::Error> for ConnectionSettings {
     fn on_acquire(&self, connection: &mut SqliteConnection) -> Result<(), diesel::r2d2::Error> {
@@ -151,7 +153,7 @@ impl CustomizeConnection<SqliteConnection, diesel::r2d2::Error> for ConnectionSe
                  PRAGMA journal_mode = WAL;
                  PRAGMA synchronous = FULL;
                  PRAGMA foreign_keys = ON;",
-                BUSY_TIMEOUT.as_millis()
+                self.busy_timeout.as_millis()
             ))
             .map_err(diesel::r2d2::Error::QueryError)
     }
@@ -164,6 +166,12 @@ impl SqliteStore {
     /// # Errors
     /// [`OpenStoreError`] when the folder, the file or the migrations fail.
     pub fn open(path: &Path) -> Result<Self, OpenStoreError> {
+        Self::open_with_busy_timeout(path, BUSY_TIMEOUT)
+    }
+
+    /// [`open`](Self::open), with another wait for other processes' write locks (tests of what
+    /// happens when the wait runs out).
+    pub(crate) fn open_with_busy_timeout(path: &Path, busy_timeout: Duration) -> Result<Self, OpenStoreError> {
         if let Some(folder) = path.parent().filter(|folder| !folder.as_os_str().is_empty()) {
             std::fs::create_dir_all(folder)
                 .map_err(|source| OpenStoreError::CreateFolder { path: folder.to_owned(), source })?;
@@ -178,7 +186,7 @@ impl SqliteStore {
             // A local file's connection does not go stale: skip r2d2's `SELECT 1` on every checkout
             // (a statement parse per request; see bench/RESULTS.md). A broken one still errors.
             .test_on_check_out(false)
-            .connection_customizer(Box::new(ConnectionSettings))
+            .connection_customizer(Box::new(ConnectionSettings { busy_timeout }))
             .build(manager)
             .map_err(|error| open_error(error.into()))?;
         let mut connection = pool.get().map_err(|error| open_error(error.into()))?;
@@ -192,7 +200,8 @@ impl SqliteStore {
             })
             .map_err(|error| OpenStoreError::Migrate { path: path.to_owned(), source: error.into() })?;
         drop(connection);
-        let writer = Writer::start(path, ConnectionSettings).map_err(|error| open_error(error.into()))?;
+        let writer =
+            Writer::start(path, ConnectionSettings { busy_timeout }).map_err(|error| open_error(error.into()))?;
         tracing::debug!(path = %path.display(), "course store opened");
         Ok(Self { pool, writer, path: path.to_owned() })
     }
