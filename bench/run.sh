@@ -135,8 +135,9 @@ start rmcp-sse "$BIN/peer_rmcp" --session-mode stateful
 start ts-json "$NODE" "$TS_SERVER" --session-mode stateless
 start ts-sse "$NODE" "$TS_SERVER" --session-mode stateful
 
-# mcp-cursos on PostgreSQL (JSON mode), in a schema of its own of PG_URL's database, seeded through
-# criar_curso (the scale loader writes SQLite only). Skipped when PostgreSQL is unreachable.
+# mcp-cursos on PostgreSQL (JSON mode: reads and criar_curso), in a schema of its own of PG_URL's
+# database, seeded through criar_curso (the scale loader writes SQLite only). Skipped when
+# PostgreSQL is unreachable.
 PG_URL="${PG_URL:-postgres://postgres@127.0.0.1:5432/test}"
 PG_SCHEMA="bench_$(head -c 6 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 PG_COURSES="${PG_COURSES:-200}"
@@ -196,7 +197,7 @@ CELLS=(
   "rmcp json read" "rmcp sse read"
   "ts json read" "ts sse read"
 )
-[[ "$PG_ENABLED" == 1 ]] && CELLS+=("cursospg json read")
+[[ "$PG_ENABLED" == 1 ]] && CELLS+=("cursospg json read" "cursospg json create")
 if [[ -n "${ONLY:-}" ]]; then
   mapfile -t CELLS < <(printf '%s\n' "${CELLS[@]}" | grep -E -- "$ONLY" || true)
   (( ${#CELLS[@]} > 0 )) || { log "ONLY='$ONLY' matches no cell"; exit 1; }
@@ -228,7 +229,9 @@ total_of() { # active courses in a backend's catalog
     grep -o '\\"total\\":[0-9]*' | sed -n 1p | grep -o '[0-9]*$'
 }
 declare -A BEFORE
-for name in cursos-json cursos-sse; do BEFORE[$name]="$(total_of "$name")"; done
+CREATING=(cursos-json cursos-sse)
+[[ "$PG_ENABLED" == 1 ]] && CREATING+=(cursospg-json)
+for name in "${CREATING[@]}"; do BEFORE[$name]="$(total_of "$name")"; done
 
 run_cell() { # REP TARGET MODE OP CONNS
   local rep="$1" target="$2" mode="$3" op="$4" conns="$5" name="$2-$3" threads=2 figures load
@@ -276,11 +279,13 @@ done
 echo "load_after=$(cut -d' ' -f1-3 /proc/loadavg)" >> "$OUT/machine.txt"
 
 # Every acknowledged create must be in the catalog (in-flight ones at a cell's end may be too).
-for name in cursos-json cursos-sse; do
-  mode="${name#cursos-}"
-  acknowledged="$({ grep "\"target\":\"cursos\",\"mode\":\"$mode\",\"op\":\"create\"" "$OUT/cells.jsonl" || true; } |
-    grep -o '"requests":[0-9]*' | cut -d: -f2 | awk '{sum += $1} END {print sum + 0}')"
-  echo "creates_$mode=acknowledged:$acknowledged catalog_growth:$(( $(total_of "$name") - BEFORE[$name] ))" >> "$OUT/machine.txt"
+for name in "${CREATING[@]}"; do
+  target="${name%-*}" mode="${name#*-}"
+  # (`|| true`: a run without this server's create cells, see ONLY, sums to 0)
+  acknowledged="$(grep "\"target\":\"$target\",\"mode\":\"$mode\",\"op\":\"create\"" "$OUT/cells.jsonl" |
+    grep -o '"requests":[0-9]*' | cut -d: -f2 | awk '{sum += $1} END {print sum + 0}' || true)"
+  key="creates_$mode"; [[ "$target" == cursospg ]] && key="creates_postgres_$mode"
+  echo "$key=acknowledged:$acknowledged catalog_growth:$(( $(total_of "$name") - BEFORE[$name] ))" >> "$OUT/machine.txt"
 done
 
 python3 bench/load/summarize.py "$OUT" | tee "$OUT/summary.md"

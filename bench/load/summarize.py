@@ -118,7 +118,8 @@ def main(folder: Path) -> None:
             f"{stdio_summary['spawn_to_initialize']:.2f} ms to `initialize`, {spawn:.2f} ms to the first read",
             spawn < 15)
     peak = max((cell["peak"] for (target, *_), cell in summary.items() if target == "cursos"), default=0)
-    row("peak memory under load < 40 MB (SQLite)", f"{peak:.1f} MB (highest VmHWM of either backend)", peak < 40)
+    if peak:
+        row("peak memory under load < 40 MB (SQLite)", f"{peak:.1f} MB (highest VmHWM of either backend)", peak < 40)
     sqlite = summary.get(("cursos", "json", "read", top))
     postgres = summary.get(("cursospg", "json", "read", top))
     if sqlite and postgres:
