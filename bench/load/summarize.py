@@ -45,7 +45,7 @@ def main(folder: Path) -> None:
     loads = [float(cell["load"].split()[0]) for cell in cells]
     print(f"- 1-minute load at the start of the cells: median {statistics.median(loads):.2f}, "
           f"min {min(loads):.2f}, max {max(loads):.2f}")
-    for name in ["creates_json", "creates_sse"]:
+    for name in ["creates_json", "creates_sse", "creates_postgres_json"]:
         if name in machine:
             print(f"- {name}: {machine[name]}")
     print()
