@@ -211,6 +211,41 @@ async fn the_keys_commands_create_list_and_revoke_named_scoped_keys_and_refuse_d
     assert!(String::from_utf8_lossy(&without_file.stderr).contains("KEYS_FILE"));
 }
 
+/// Eight `keys create` processes started at once on one keys file: they take turns on its lock,
+/// so every key lands in the file and none is lost to another's rewrite.
+#[test]
+fn key_commands_run_at_once_lose_no_key() {
+    const PROCESSES: usize = 8;
+    let folder = tempfile::tempdir().expect("temp dir");
+    let keys_file = folder.path().join("chaves");
+    let children: Vec<_> = (0..PROCESSES)
+        .map(|number| {
+            std::process::Command::new(binary("mcp-cursos-backend"))
+                .env_clear()
+                .env("KEYS_FILE", &keys_file)
+                .args(["keys", "create", "--name", &format!("painel-{number}"), "--scope", "leitura"])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("spawn keys create")
+        })
+        .collect();
+    for child in children {
+        let output = child.wait_with_output().expect("keys create");
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    }
+    let listed = keys(&keys_file, &["list"]);
+    let mut names: Vec<String> = String::from_utf8(listed.stdout)
+        .expect("utf-8")
+        .lines()
+        .map(|line| line.split(' ').next().unwrap_or_default().to_owned())
+        .collect();
+    names.sort();
+    let mut expected: Vec<String> = (0..PROCESSES).map(|number| format!("painel-{number}")).collect();
+    expected.sort();
+    assert_eq!(names, expected);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_malformed_keys_file_stops_the_backend_at_start_with_the_line_and_reason() {
     let (folder, database) = fresh_database();

@@ -8,8 +8,10 @@
 //!
 //! A human can read it, diff it and edit it; `#` starts a comment line. [`create_key`] and
 //! [`revoke_key`] (the `keys` commands of the binary) rewrite it atomically (temporary file, then
-//! rename), so a server reloading it never sees half a file. Run them one at a time: two at once
-//! may each rewrite the file without the other's change (the loser's key is then simply absent).
+//! rename), so a server reloading it never sees half a file. Each holds an exclusive lock on a
+//! companion file (`.<name>.lock` beside it) from its read to its rename, so commands run at once
+//! (two operators, a script in a loop) take turns instead of one rewriting the file without the
+//! other's change.
 //!
 //! **Why a fast hash.** Keys made by `keys create` are 256 random bits: nobody can guess one from
 //! its SHA-256, so a slow password hash (argon2, bcrypt) would only cost time on every request
@@ -237,6 +239,7 @@ pub enum KeyCommandError {
 /// [`KeyCommandError`]: the file is unreadable or malformed (it is left untouched), the name is
 /// taken, or it cannot be written.
 pub fn create_key(path: &Path, name: &KeyName, scope: Scope) -> Result<ApiKey, KeyCommandError> {
+    let _turn = lock_for_rewrite(path)?;
     let mut text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => KeysFile::HEADER.to_owned(),
@@ -262,6 +265,7 @@ pub fn create_key(path: &Path, name: &KeyName, scope: Scope) -> Result<ApiKey, K
 /// [`KeyCommandError`]: the file is unreadable or malformed (it is left untouched), no key has
 /// that name, or it cannot be written.
 pub fn revoke_key(path: &Path, name: &KeyName) -> Result<(), KeyCommandError> {
+    let _turn = lock_for_rewrite(path)?;
     let text = read_text(path)?;
     KeysFile::parse(&text)?;
     let mut found = false;
@@ -280,6 +284,26 @@ pub fn revoke_key(path: &Path, name: &KeyName) -> Result<(), KeyCommandError> {
     }
     write_atomically(path, &kept)?;
     Ok(())
+}
+
+/// Waits for, then holds until dropped, the exclusive lock of the keys file at `path`: an advisory
+/// lock (`flock`) on `.<name>.lock` beside it, created when missing. Not on the keys file itself,
+/// which each rewrite replaces by a new file. The lock is released when the process ends, however
+/// it ends.
+fn lock_for_rewrite(path: &Path) -> Result<std::fs::File, KeysFileError> {
+    let io_error = |source| KeysFileError::Io { path: path.to_owned(), source };
+    let file_name = path.file_name().ok_or_else(|| io_error(std::io::ErrorKind::InvalidInput.into()))?;
+    let mut lock_name = std::ffi::OsString::from(".");
+    lock_name.push(file_name);
+    lock_name.push(".lock");
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path.with_file_name(lock_name))
+        .map_err(io_error)?;
+    lock.lock().map_err(io_error)?;
+    Ok(lock)
 }
 
 /// Writes `text` to a temporary file beside `path`, flushes it to disk, then renames it over
@@ -411,8 +435,41 @@ mod tests {
         assert_eq!(keys.entries().len(), 2);
         assert!(keys.entries()[0].hash.matches(&KeyHash::of(first.expose().as_bytes())));
         assert_eq!(keys.entries()[1].scope, Scope::Write);
-        let leftovers: Vec<_> = std::fs::read_dir(folder.path()).expect("dir").collect();
-        assert_eq!(leftovers.len(), 1, "no temporary file left behind");
+        let mut leftovers: Vec<String> = std::fs::read_dir(folder.path())
+            .expect("dir")
+            .map(|entry| entry.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        leftovers.sort();
+        assert_eq!(leftovers, [".keys.lock", "keys"], "no temporary file left behind, only the lock");
+    }
+
+    /// Without the lock, two commands at once could each rewrite the file from what they read,
+    /// and one change would be lost.
+    #[test]
+    fn commands_run_at_once_take_turns_and_lose_no_change() {
+        const THREADS: usize = 16;
+        let folder = tempfile::tempdir().expect("temp dir");
+        let path = folder.path().join("keys");
+        for number in 0..THREADS {
+            create_key(&path, &name(&format!("velha-{number}")), Scope::Read).expect("created");
+        }
+        let barrier = std::sync::Barrier::new(THREADS);
+        std::thread::scope(|scope| {
+            for number in 0..THREADS {
+                let (path, barrier) = (&path, &barrier);
+                scope.spawn(move || {
+                    barrier.wait();
+                    create_key(path, &name(&format!("nova-{number}")), Scope::Write).expect("created");
+                    revoke_key(path, &name(&format!("velha-{number}"))).expect("revoked");
+                });
+            }
+        });
+        let keys = KeysFile::read(&path).expect("valid");
+        let mut names: Vec<String> = keys.entries().iter().map(|entry| entry.name.to_string()).collect();
+        names.sort();
+        let mut expected: Vec<String> = (0..THREADS).map(|number| format!("nova-{number}")).collect();
+        expected.sort();
+        assert_eq!(names, expected, "every create and every revoke took effect");
     }
 
     #[test]
