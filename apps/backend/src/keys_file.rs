@@ -286,21 +286,28 @@ pub fn revoke_key(path: &Path, name: &KeyName) -> Result<(), KeyCommandError> {
     Ok(())
 }
 
+/// `.<file name><suffix>` in the folder of `path`.
+fn hidden_sibling(path: &Path, suffix: &str) -> Result<PathBuf, KeysFileError> {
+    let file_name = path
+        .file_name()
+        .ok_or_else(|| KeysFileError::Io { path: path.to_owned(), source: std::io::ErrorKind::InvalidInput.into() })?;
+    let mut name = std::ffi::OsString::from(".");
+    name.push(file_name);
+    name.push(suffix);
+    Ok(path.with_file_name(name))
+}
+
 /// Waits for, then holds until dropped, the exclusive lock of the keys file at `path`: an advisory
 /// lock (`flock`) on `.<name>.lock` beside it, created when missing. Not on the keys file itself,
 /// which each rewrite replaces by a new file. The lock is released when the process ends, however
 /// it ends.
 fn lock_for_rewrite(path: &Path) -> Result<std::fs::File, KeysFileError> {
     let io_error = |source| KeysFileError::Io { path: path.to_owned(), source };
-    let file_name = path.file_name().ok_or_else(|| io_error(std::io::ErrorKind::InvalidInput.into()))?;
-    let mut lock_name = std::ffi::OsString::from(".");
-    lock_name.push(file_name);
-    lock_name.push(".lock");
     let lock = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
-        .open(path.with_file_name(lock_name))
+        .open(hidden_sibling(path, ".lock")?)
         .map_err(io_error)?;
     lock.lock().map_err(io_error)?;
     Ok(lock)
@@ -311,11 +318,7 @@ fn lock_for_rewrite(path: &Path) -> Result<std::fs::File, KeysFileError> {
 /// are kept.
 fn write_atomically(path: &Path, text: &str) -> Result<(), KeysFileError> {
     let io_error = |source| KeysFileError::Io { path: path.to_owned(), source };
-    let file_name = path.file_name().ok_or_else(|| io_error(std::io::ErrorKind::InvalidInput.into()))?;
-    let mut temporary_name = std::ffi::OsString::from(".");
-    temporary_name.push(file_name);
-    temporary_name.push(format!(".tmp-{}", std::process::id()));
-    let temporary = path.with_file_name(temporary_name);
+    let temporary = hidden_sibling(path, &format!(".tmp-{}", std::process::id()))?;
     let written = (|| {
         let mut file = std::fs::File::create(&temporary)?;
         file.write_all(text.as_bytes())?;
