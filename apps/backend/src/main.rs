@@ -73,6 +73,12 @@ async fn main() -> anyhow::Result<()> {
         unconfirmed_archive: settings.unconfirmed_archive,
     };
     let state = ServerState::new(catalog, options);
+    let state = match &settings.confirmation_secret {
+        Some(secret) => state
+            .with_confirmation_secret(secret.as_bytes())
+            .context("invalid CONFIRMATION_SECRET (generate one with `openssl rand -hex 32`)")?,
+        None => state,
+    };
     // Replicas on one PostgreSQL database hear of each other's changes.
     let _replicas = postgres.as_ref().map(|store| state.follow_replicas(store));
     let shutdown = state.shutdown_token();

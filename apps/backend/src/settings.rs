@@ -98,10 +98,40 @@ pub struct Settings {
     #[arg(long, env = "UNCONFIRMED_ARCHIVE", default_value = "refuse", value_parser = UnconfirmedArchive::parse)]
     pub unconfirmed_archive: UnconfirmedArchive,
 
+    /// A secret of at least 32 bytes that seals archiving confirmations asked of 2026-07-28 clients.
+    /// Give every replica behind one address the same one, so a client's answer is accepted by
+    /// whichever replica its retry reaches. Unset: a random secret per process.
+    #[arg(long, env = "CONFIRMATION_SECRET", hide_env_values = true, value_parser = ConfirmationSecret::parse)]
+    pub confirmation_secret: Option<ConfirmationSecret>,
+
     /// Serve `/mcp` without an API key. Only for local test suites (such as the MCP conformance
     /// suite): the backend refuses to start with it unless HOST is a loopback address.
     #[arg(long, env = "NO_AUTH", default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub no_auth: bool,
+}
+
+/// `CONFIRMATION_SECRET`, never shown (`Debug` is redacted; its length is checked at start,
+/// without echoing it, by `ServerState::with_confirmation_secret`).
+#[derive(Clone)]
+pub struct ConfirmationSecret(String);
+
+impl ConfirmationSecret {
+    // Infallible: a parse error from clap would echo the value.
+    fn parse(text: &str) -> Result<Self, std::convert::Infallible> {
+        Ok(Self(text.to_owned()))
+    }
+
+    /// The secret's bytes.
+    #[must_use]
+    pub fn as_bytes(&self) -> &[u8] {
+        self.0.as_bytes()
+    }
+}
+
+impl std::fmt::Debug for ConfirmationSecret {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("ConfirmationSecret(<redacted>)")
+    }
 }
 
 /// The commands of the binary besides serving.

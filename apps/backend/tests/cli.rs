@@ -23,6 +23,7 @@ fn help_documents_every_setting_with_its_environment_variable() {
         ("--session-idle-timeout", "SESSION_IDLE_TIMEOUT"),
         ("--resource-tools", "RESOURCE_TOOLS"),
         ("--no-auth", "NO_AUTH"),
+        ("--confirmation-secret", "CONFIRMATION_SECRET"),
     ] {
         assert!(help.contains(flag), "--help should document {flag}:\n{help}");
         assert!(help.contains(&format!("[env: {variable}")), "--help should name {variable}:\n{help}");
@@ -39,10 +40,30 @@ fn help_never_shows_the_api_key_taken_from_the_environment() {
     let output = Command::new(env!("CARGO_BIN_EXE_mcp-cursos-backend"))
         .arg("--help")
         .env("API_KEY", "segredo-que-nao-pode-aparecer")
+        .env("CONFIRMATION_SECRET", "outro-segredo-que-nao-pode-aparecer-nunca")
         .output()
         .expect("run --help");
     let help = String::from_utf8(output.stdout).expect("utf-8");
     assert!(!help.contains("segredo-que-nao-pode-aparecer"), "{help}");
+}
+
+#[test]
+fn a_short_confirmation_secret_fails_at_start_without_being_echoed() {
+    let database = std::env::temp_dir().join(format!("mcp-cursos-cli-test-secret-{}/cursos.db", std::process::id()));
+    let output = Command::new(env!("CARGO_BIN_EXE_mcp-cursos-backend"))
+        .env("API_KEY", "chave-de-teste-longa-o-bastante")
+        .env("CONFIRMATION_SECRET", "curto-demais")
+        .env("PORT", "0")
+        .env("DATABASE_PATH", &database)
+        .output()
+        .expect("run");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("invalid CONFIRMATION_SECRET") && stderr.contains("at least 32 bytes"), "{stderr}");
+    assert!(!stderr.contains("curto-demais"), "the secret is not echoed: {stderr}");
+    if let Some(folder) = database.parent() {
+        let _ = std::fs::remove_dir_all(folder);
+    }
 }
 
 #[test]

@@ -3,8 +3,16 @@
 //! - 2025-era connections that declared `elicitation`: a form elicitation, answered within
 //!   [`ANSWER_TIMEOUT`].
 //! - 2026-07-28 requests whose `_meta` capabilities include `elicitation`: an `input_required`
-//!   result; the client asks its user and retries the call with the answer in `inputResponses`.
+//!   result; the client asks its user and retries the call with the answer in `inputResponses`
+//!   and the `requestState` this server sealed with the question.
 //! - Anything else cannot confirm: [`UnconfirmedArchive`] decides.
+//!
+//! An answer counts only when it answers a question this server asked (ADR 0027): on 2026-07-28
+//! the retry must carry a `requestState` sealed by [`ConfirmationSeal`] (HMAC-SHA-256, bound to
+//! the caller and the course, valid for [`ANSWER_TIMEOUT`]); an answer without one, or with a
+//! forged, expired or someone else's, is ignored, as if none had been sent. And a confirmation
+//! covers the version the user was shown: [`Confirmation::Confirmed`] carries it, and the
+//! archiving is refused if the course changed in between.
 //!
 //! Confirmation protects the user from a model's mistake; it is not authorization (the caller's
 //! scope is, checked before any tool runs). A client may answer "accept" without asking anyone,
@@ -15,7 +23,7 @@ use std::time::Duration;
 use courses_domain::Course;
 use rmcp::model::{
     ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema, InputRequest,
-    InputRequests, InputRequiredResult, ProtocolVersion,
+    InputRequests, InputRequiredResult, ProtocolVersion, RequestStateCodec, SealOptions,
 };
 use rmcp::service::{ElicitationError, ElicitationMode, RequestContext};
 use rmcp::{RoleServer, schemars};
@@ -40,11 +48,85 @@ pub(crate) struct ArchiveConfirmation {
 
 rmcp::elicit_safe!(ArchiveConfirmation);
 
+/// Seals the `requestState` of a 2026-07-28 confirmation question, so that only an answer to a
+/// question this server asked (this process, or a replica given the same secret) is accepted.
+/// Without a secret (the system gave no randomness) no question can be asked on 2026-07-28:
+/// such clients are treated as unable to confirm (fail closed).
+#[derive(Clone)]
+pub(crate) struct ConfirmationSeal(Option<RequestStateCodec>);
+
+impl std::fmt::Debug for ConfirmationSeal {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("ConfirmationSeal(<redacted>)")
+    }
+}
+
+/// A confirmation secret shorter than [`RequestStateCodec::MIN_KEY_LENGTH`] (32 bytes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the confirmation secret must have at least {minimum} bytes (it has {actual})")]
+pub struct ConfirmationSecretTooShort {
+    /// The bytes required.
+    pub minimum: usize,
+    /// The bytes given.
+    pub actual: usize,
+}
+
+impl ConfirmationSeal {
+    /// A seal with a fresh random secret: questions are answerable in this process only.
+    pub(crate) fn random() -> Self {
+        let mut secret = [0_u8; 32];
+        let codec = getrandom::fill(&mut secret)
+            .map_err(|error| error.to_string())
+            .and_then(|()| RequestStateCodec::try_new(secret.to_vec()).map_err(|error| error.to_string()));
+        match codec {
+            Ok(codec) => Self(Some(codec)),
+            Err(error) => {
+                tracing::error!(%error, "no confirmation secret: 2026-07-28 clients cannot confirm an archiving");
+                Self(None)
+            }
+        }
+    }
+
+    /// A seal with the operator's secret, shared by every replica behind one address.
+    ///
+    /// # Errors
+    /// [`ConfirmationSecretTooShort`] below 32 bytes.
+    pub(crate) fn with_secret(secret: &[u8]) -> Result<Self, ConfirmationSecretTooShort> {
+        RequestStateCodec::try_new(secret.to_vec()).map(|codec| Self(Some(codec))).map_err(|_| {
+            ConfirmationSecretTooShort { minimum: RequestStateCodec::MIN_KEY_LENGTH, actual: secret.len() }
+        })
+    }
+
+    /// The state of a question about archiving `course` as shown, asked of `caller`.
+    fn seal(&self, caller: &str, course: &Course) -> Option<String> {
+        let codec = self.0.as_ref()?;
+        let bound = bound_to(caller, course);
+        let options = SealOptions::new().associated_data(&bound).ttl(ANSWER_TIMEOUT);
+        Some(codec.seal_with(course.version().to_string().as_bytes(), &options))
+    }
+
+    /// The version of `course` the user was shown, if `state` is a question this server asked
+    /// `caller` about this course, unexpired.
+    fn open(&self, caller: &str, course: &Course, state: &str) -> Option<u64> {
+        let opened = self.0.as_ref()?.open_with(state, &bound_to(caller, course)).ok()?;
+        std::str::from_utf8(&opened).ok()?.parse().ok()
+    }
+}
+
+/// What a sealed question is bound to: the tool, the caller and the course (not its version,
+/// which is the sealed payload: a renamed course still opens the state, then fails the version).
+fn bound_to(caller: &str, course: &Course) -> Vec<u8> {
+    format!("arquivar_curso\u{0}{caller}\u{0}{}", course.id()).into_bytes()
+}
+
 /// What to do with the archiving.
 #[derive(Debug)]
 pub(crate) enum Confirmation {
-    /// Go ahead.
-    Confirmed,
+    /// Go ahead, archiving only this version of the course (the one the user was shown).
+    Confirmed {
+        /// The course's version when the question was asked.
+        version: u64,
+    },
     /// 2026-07-28: answer with this `input_required` result; the client retries with the answer.
     Ask(InputRequiredResult),
     /// Do nothing; tell the model this (Portuguese).
@@ -66,29 +148,41 @@ fn not_confirmed(course: &Course) -> Confirmation {
     ))
 }
 
-/// Asks (or reads the answer to) the confirmation of archiving `course`.
+/// What a 2026-07-28 retry brought back: the answers and the sealed state of the question.
+#[derive(Debug, Default)]
+pub(crate) struct Answer {
+    /// `inputResponses`.
+    pub(crate) responses: Option<rmcp::model::InputResponses>,
+    /// `requestState`, echoed by the client (untrusted until opened).
+    pub(crate) request_state: Option<String>,
+}
+
+/// Asks (or reads the answer to) the confirmation of archiving `course`, as `caller`.
 pub(crate) async fn confirm_archive(
     options: &ServerOptions,
+    seal: &ConfirmationSeal,
+    caller: &str,
     course: &Course,
-    responses: Option<rmcp::model::InputResponses>,
+    answer: Answer,
     context: &RequestContext<RoleServer>,
 ) -> Confirmation {
     let modern = context.protocol_version().is_some_and(|version| version >= ProtocolVersion::V_2026_07_28);
     if modern {
-        if let Some(answer) = responses.as_ref().and_then(|responses| responses.get(INPUT_KEY)) {
-            return match serde_json::from_value::<ElicitResult>(answer.clone()) {
-                Ok(result) if accepted(&result) => Confirmation::Confirmed,
-                Ok(_) => not_confirmed(course),
-                Err(_) => Confirmation::Refused(
-                    "A resposta de confirmação (inputResponses.confirmacao) não é uma resposta de elicitação válida; \
-                     nada foi alterado."
-                        .to_owned(),
+        if let Some(response) = answer.responses.as_ref().and_then(|responses| responses.get(INPUT_KEY)) {
+            let shown = answer.request_state.as_deref().and_then(|state| seal.open(caller, course, state));
+            match shown {
+                Some(version) => return read_answer(response, course, version),
+                // Not an answer to a question this server asked (no state, forged, expired, for
+                // another caller or course): ignored, as if the client had sent none.
+                None => tracing::info!(
+                    course = %course.id(),
+                    "an archiving confirmation without a valid requestState was ignored"
                 ),
-            };
+            }
         }
         let can_ask = context.client_capabilities().is_some_and(|capabilities| capabilities.elicitation.is_some());
         if can_ask {
-            return match ask_modern(course) {
+            return match ask_modern(seal, caller, course) {
                 Some(input_required) => Confirmation::Ask(input_required),
                 None => cannot_confirm(options, course),
             };
@@ -101,7 +195,7 @@ pub(crate) async fn confirm_archive(
         return cannot_confirm(options, course);
     }
     match context.peer.elicit_with_timeout::<ArchiveConfirmation>(question(course), Some(ANSWER_TIMEOUT)).await {
-        Ok(Some(ArchiveConfirmation { confirmar: true })) => Confirmation::Confirmed,
+        Ok(Some(ArchiveConfirmation { confirmar: true })) => Confirmation::Confirmed { version: course.version() },
         Ok(_) | Err(ElicitationError::UserDeclined | ElicitationError::UserCancelled | ElicitationError::NoContent) => {
             not_confirmed(course)
         }
@@ -115,13 +209,26 @@ pub(crate) async fn confirm_archive(
     }
 }
 
+/// The user's answer to a question this server asked about `version` of `course`.
+fn read_answer(response: &serde_json::Value, course: &Course, version: u64) -> Confirmation {
+    match serde_json::from_value::<ElicitResult>(response.clone()) {
+        Ok(result) if accepted(&result) => Confirmation::Confirmed { version },
+        Ok(_) => not_confirmed(course),
+        Err(_) => Confirmation::Refused(
+            "A resposta de confirmação (inputResponses.confirmacao) não é uma resposta de elicitação válida; \
+             nada foi alterado."
+                .to_owned(),
+        ),
+    }
+}
+
 fn accepted(result: &ElicitResult) -> bool {
     result.action == ElicitationAction::Accept
         && result.content.as_ref().and_then(|content| content.get("confirmar")).and_then(serde_json::Value::as_bool)
             == Some(true)
 }
 
-fn ask_modern(course: &Course) -> Option<InputRequiredResult> {
+fn ask_modern(seal: &ConfirmationSeal, caller: &str, course: &Course) -> Option<InputRequiredResult> {
     let schema = match ElicitationSchema::from_type::<ArchiveConfirmation>() {
         Ok(schema) => schema,
         Err(error) => {
@@ -138,19 +245,64 @@ fn ask_modern(course: &Course) -> Option<InputRequiredResult> {
             requested_schema: schema,
         })),
     );
-    // The retry carries the arguments again and is checked again from scratch: the state only
-    // names what was asked (the server trusts nothing in it).
-    Some(InputRequiredResult::new(Some(requests), Some(format!("arquivar:{}", course.id()))))
+    // The retry carries the arguments again and is checked again from scratch; the sealed state
+    // proves the question was asked here, of this caller, and names the version it showed.
+    Some(InputRequiredResult::new(Some(requests), Some(seal.seal(caller, course)?)))
 }
 
 fn cannot_confirm(options: &ServerOptions, course: &Course) -> Confirmation {
     match options.unconfirmed_archive {
-        UnconfirmedArchive::Allow => Confirmation::Confirmed,
+        UnconfirmedArchive::Allow => Confirmation::Confirmed { version: course.version() },
         UnconfirmedArchive::Refuse => Confirmation::Refused(format!(
             "Arquivar o curso \"{}\" exige a confirmação do usuário, e este cliente não oferece confirmação \
              (elicitation); nada foi alterado. Peça ao usuário que arquive por um cliente com confirmação, ou o \
              administrador do servidor pode permitir com UNCONFIRMED_ARCHIVE=allow.",
             course.title().as_str()
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use courses_domain::{CourseTitle, NewCourse, WorkloadHours};
+    use time::OffsetDateTime;
+
+    use super::*;
+
+    fn course(title: &str) -> Course {
+        let new_course = NewCourse {
+            title: CourseTitle::parse(title).expect("title"),
+            workload_hours: WorkloadHours::parse(10).expect("hours"),
+        };
+        Course::create(new_course, OffsetDateTime::now_utc())
+    }
+
+    #[test]
+    fn a_sealed_question_opens_to_the_version_shown_for_the_same_caller_and_course_only() {
+        let seal = ConfirmationSeal::random();
+        let rust = course("Rust");
+        let state = seal.seal("ana", &rust).expect("sealed");
+        assert_eq!(seal.open("ana", &rust, &state), Some(rust.version()));
+        assert_eq!(seal.open("bruno", &rust, &state), None, "another caller");
+        assert_eq!(seal.open("ana", &course("Go"), &state), None, "another course");
+        assert_eq!(ConfirmationSeal::random().open("ana", &rust, &state), None, "another process's secret");
+        let mut tampered = state;
+        tampered.push('A');
+        assert_eq!(seal.open("ana", &rust, &tampered), None, "tampered");
+        assert_eq!(seal.open("ana", &rust, &format!("arquivar:{}", rust.id())), None, "forged");
+    }
+
+    #[test]
+    fn replicas_given_the_same_secret_open_each_others_questions_and_short_secrets_are_refused() {
+        let secret = [7_u8; 32];
+        let first = ConfirmationSeal::with_secret(&secret).expect("secret");
+        let second = ConfirmationSeal::with_secret(&secret).expect("secret");
+        let rust = course("Rust");
+        let state = first.seal("ana", &rust).expect("sealed");
+        assert_eq!(second.open("ana", &rust, &state), Some(rust.version()));
+        assert_eq!(
+            ConfirmationSeal::with_secret(&[7_u8; 31]).err(),
+            Some(ConfirmationSecretTooShort { minimum: 32, actual: 31 })
+        );
     }
 }

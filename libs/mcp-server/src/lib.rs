@@ -22,6 +22,7 @@ pub mod uris;
 pub mod wire;
 
 pub use caller::{Caller, Scope, UnknownScope};
+pub use confirmation::ConfirmationSecretTooShort;
 pub use hub::HubCounts;
 pub use server::{CursosServer, INSTRUCTIONS};
 pub use state::{ServerOptions, ServerState, UnconfirmedArchive};

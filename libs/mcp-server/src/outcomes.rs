@@ -86,6 +86,26 @@ pub(crate) fn archived(outcome: Result<Course, ArchiveCourseError>) -> CallToolR
     }
 }
 
+/// `arquivar_curso` after the user confirmed archiving `shown`, when the course changed in
+/// between (renamed, updated or archived by someone else): nothing archived, and the model is told
+/// what the course is now, so it can ask again.
+pub(crate) fn changed_since_confirmation(shown: &Course, current: Option<&Course>) -> CallToolResult {
+    let id = shown.id();
+    let now = match current {
+        Some(current) if current.is_archived() => {
+            format!("agora está arquivado (versão {})", current.version())
+        }
+        Some(current) => format!("agora é \"{}\", versão {}", current.title().as_str(), current.version()),
+        None => "não pôde ser lido de novo".to_owned(),
+    };
+    refused(&format!(
+        "O curso {id} mudou depois que o usuário confirmou o arquivamento: a confirmação era para \"{}\", versão {}, \
+         e o curso {now}. Nada foi arquivado. Leia cursos://{id} e peça a confirmação de novo se ainda fizer sentido.",
+        shown.title().as_str(),
+        shown.version()
+    ))
+}
+
 /// The result of `ler_curso`.
 pub(crate) fn read_course(outcome: Result<Course, GetCourseError>) -> CallToolResult {
     match outcome {

@@ -17,7 +17,7 @@ use courses_domain::{ArchiveCourseError, Course, GetCourseError, PageCursor, Pag
 use rmcp::handler::server::common::{schema_for_input, schema_for_output};
 use rmcp::handler::server::router::prompt::PromptRouter;
 use rmcp::handler::server::router::tool::ToolRouter;
-use rmcp::handler::server::tool::InputResponses;
+use rmcp::handler::server::tool::{InputResponses, RequestState};
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
     Annotations, CacheScope, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult, CompletionInfo,
@@ -224,6 +224,7 @@ impl CursosServer {
         &self,
         raw_arguments: JsonObject,
         InputResponses(responses): InputResponses,
+        RequestState(request_state): RequestState,
         context: RequestContext<RoleServer>,
     ) -> CallToolResponse {
         let (id, expected_version) = match arguments::archive_course(&raw_arguments) {
@@ -238,16 +239,34 @@ impl CursosServer {
             }
             Err(GetCourseError::Store(error)) => return outcomes::archived(Err(error.into())).into(),
         };
-        let stale = expected_version.is_some_and(|expected| expected != course.version());
-        if !course.is_archived() && !stale {
-            match confirmation::confirm_archive(&self.state.options, &course, responses, &context).await {
-                Confirmation::Confirmed => {}
-                Confirmation::Ask(input_required) => return input_required.into(),
-                Confirmation::Refused(message) => return outcomes::refused(&message).into(),
-            }
-        }
         let provenance = provenance(&context, "arquivar_curso", &raw_arguments);
-        outcomes::archived(self.state.catalog.archive_if(id, expected_version, provenance).await).into()
+        let stale = expected_version.is_some_and(|expected| expected != course.version());
+        if course.is_archived() || stale {
+            return outcomes::archived(self.state.catalog.archive_if(id, expected_version, provenance).await).into();
+        }
+        let caller = caller_of(&context);
+        let answer = confirmation::Answer { responses, request_state };
+        let shown_version = match confirmation::confirm_archive(
+            &self.state.options,
+            &self.state.confirmations,
+            caller.name(),
+            &course,
+            answer,
+            &context,
+        )
+        .await
+        {
+            Confirmation::Confirmed { version } => version,
+            Confirmation::Ask(input_required) => return input_required.into(),
+            Confirmation::Refused(message) => return outcomes::refused(&message).into(),
+        };
+        // Only the version the user was shown is archived: a change since refuses.
+        let outcome = self.state.catalog.archive_if(id, Some(shown_version), provenance).await;
+        if let Err(ArchiveCourseError::StaleVersion { .. }) = outcome {
+            let current = self.state.catalog.get(id).await.ok();
+            return outcomes::changed_since_confirmation(&course, current.as_ref()).into();
+        }
+        outcomes::archived(outcome).into()
     }
 
     /// Lista os cursos ativos, mais antigos primeiro, até 100 por página: o mesmo JSON do recurso cursos://catalogo.

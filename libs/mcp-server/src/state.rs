@@ -5,6 +5,7 @@ use std::sync::Arc;
 use courses_domain::Catalog;
 use tokio_util::sync::CancellationToken;
 
+use crate::confirmation::{ConfirmationSeal, ConfirmationSecretTooShort};
 use crate::hub::{HubCounts, HubObserver, SubscriptionHub};
 
 /// Behaviour the apps choose (from their settings) when building the server.
@@ -64,6 +65,8 @@ pub struct ServerState {
     pub(crate) hub: Arc<SubscriptionHub>,
     pub(crate) options: ServerOptions,
     pub(crate) shutdown: CancellationToken,
+    /// Seals the archiving confirmations asked of 2026-07-28 clients (ADR 0027).
+    pub(crate) confirmations: ConfirmationSeal,
 }
 
 impl ServerState {
@@ -72,7 +75,18 @@ impl ServerState {
     pub fn new(catalog: Catalog, options: ServerOptions) -> Self {
         let hub = Arc::new(SubscriptionHub::default());
         let catalog = catalog.with_observer(Arc::new(HubObserver(Arc::clone(&hub))));
-        Self { catalog, hub, options, shutdown: CancellationToken::new() }
+        Self { catalog, hub, options, shutdown: CancellationToken::new(), confirmations: ConfirmationSeal::random() }
+    }
+
+    /// Seals archiving confirmations with `secret` instead of this process's random one, so a
+    /// 2026-07-28 client's answer is accepted by any replica given the same secret (a retry may
+    /// reach another replica behind a load balancer).
+    ///
+    /// # Errors
+    /// [`ConfirmationSecretTooShort`] below 32 bytes.
+    pub fn with_confirmation_secret(mut self, secret: &[u8]) -> Result<Self, ConfirmationSecretTooShort> {
+        self.confirmations = ConfirmationSeal::with_secret(secret)?;
+        Ok(self)
     }
 
     /// Cancelled by the app when the process is shutting down (stdin closed, SIGTERM): long-lived

@@ -1063,6 +1063,126 @@ async fn a_client_that_cannot_confirm_is_refused_by_default_and_let_through_when
     }
 }
 
+/// An accepted confirmation sent on a 2026-07-28 `tools/call`, with `request_state` if given.
+fn confirmed_call(id: &Value, request_state: Option<&str>) -> CallToolRequestParams {
+    let arguments = json!({"id": id}).as_object().cloned().expect("object");
+    let mut responses = rmcp::model::InputResponses::new();
+    responses.insert("confirmacao".to_owned(), json!({"action": "accept", "content": {"confirmar": true}}));
+    let params = CallToolRequestParams::new("arquivar_curso").with_arguments(arguments).with_input_responses(responses);
+    match request_state {
+        Some(state) => params.with_request_state(state),
+        None => params,
+    }
+}
+
+#[tokio::test]
+async fn an_answer_to_a_question_the_server_never_asked_archives_nothing() {
+    use rmcp::model::CallToolResponse;
+
+    // A client that declares no elicitation answers "accept" in its first call: it was never asked,
+    // so it still cannot confirm, and the default policy refuses.
+    let harness = connect(Era::Discover).await;
+    let course = harness.create("Rust", 10).await;
+    let uri = format!("cursos://{}", course["id"].as_str().expect("id"));
+    let cannot_confirm = attach(Answering { answer: None }, &harness.state, Era::Discover).await;
+    match cannot_confirm.call_tool_once(confirmed_call(&course["id"], None)).await.expect("answered") {
+        CallToolResponse::Complete(result) => assert_refused(&result, "UNCONFIRMED_ARCHIVE=allow"),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    assert_eq!(harness.read(&uri).await, course, "not archived");
+
+    // A client that can confirm, answering with no state, a forged one, or the state of a
+    // question about another course: each is asked (again), and nothing is archived.
+    let other = harness.create("Go", 10).await;
+    let CallToolResponse::InputRequired(asked) = harness
+        .client
+        .call_tool_once(
+            CallToolRequestParams::new("arquivar_curso")
+                .with_arguments(json!({"id": other["id"]}).as_object().cloned().expect("object")),
+        )
+        .await
+        .expect("answered")
+    else {
+        panic!("a client that can confirm is asked");
+    };
+    let other_state = asked.request_state.expect("a sealed state");
+    let forged = format!("arquivar:{}", course["id"].as_str().expect("id"));
+    for state in [None, Some(forged.as_str()), Some(other_state.as_str()), Some("rs1.AAAA.AAAA")] {
+        match harness.client.call_tool_once(confirmed_call(&course["id"], state)).await.expect("answered") {
+            CallToolResponse::InputRequired(again) => {
+                assert!(again.input_requests.is_some_and(|requests| requests.contains_key("confirmacao")));
+            }
+            other => panic!("state {state:?}: expected the question again, got {other:?}"),
+        }
+        assert_eq!(harness.read(&uri).await, course, "state {state:?}: not archived");
+    }
+    let history = harness.read(&format!("{uri}/historico")).await;
+    assert_eq!(history["entradas"].as_array().expect("entries").len(), 1, "only the creation");
+
+    // The state of the question that was asked is the answer that archives.
+    match harness.client.call_tool_once(confirmed_call(&other["id"], Some(&other_state))).await.expect("answered") {
+        CallToolResponse::Complete(result) => {
+            assert_eq!(result.structured_content.as_ref().expect("course")["arquivado"], true, "{result:?}");
+        }
+        other => panic!("the answer to the question asked archives, got {other:?}"),
+    }
+}
+
+/// A user who confirms, but only after someone else renamed the course: the question showed
+/// the old title.
+#[derive(Debug, Clone)]
+struct RenamedWhileAsking {
+    catalog: Catalog,
+}
+
+impl rmcp::ClientHandler for RenamedWhileAsking {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::builder().enable_elicitation().build(),
+            Implementation::new("contract-tests", "1"),
+        )
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, rmcp::ErrorData> {
+        let ElicitRequestParams::FormElicitationParams { message, .. } = request else {
+            panic!("only form elicitations are expected");
+        };
+        assert!(message.contains("\"Rust\""), "the user is shown the title: {message}");
+        let id = message.split('(').nth(1).and_then(|rest| rest.split(')').next()).expect("the id in the question");
+        let id = courses_domain::CourseId::parse(id).expect("course id");
+        let changes = courses_domain::CourseChanges {
+            title: Some(CourseTitle::parse("Rust avançado").expect("title")),
+            workload_hours: None,
+        };
+        self.catalog
+            .update_if(id, changes, None, Provenance::new("outra-pessoa", "atualizar_curso", "{}"))
+            .await
+            .expect("renamed while the user reads the question");
+        Ok(ElicitResult::new(ElicitationAction::Accept).with_content(json!({"confirmar": true})))
+    }
+}
+
+#[tokio::test]
+async fn archiving_covers_only_the_version_the_user_was_shown() {
+    for era in ERAS {
+        let harness = connect(era).await;
+        let course = harness.create("Rust", 10).await;
+        let uri = format!("cursos://{}", course["id"].as_str().expect("id"));
+        let user = attach(RenamedWhileAsking { catalog: harness.catalog.clone() }, &harness.state, era).await;
+        let refused = call_as(&user, "arquivar_curso", json!({"id": course["id"]})).await;
+        assert_refused(&refused, "mudou depois que o usuário confirmou");
+        assert!(text_of(&refused).contains("Rust avançado"), "{era:?}: the current state is told");
+        let now = harness.read(&uri).await;
+        assert_eq!(now["arquivado"], false, "{era:?}: not archived");
+        assert_eq!(now["titulo"], "Rust avançado", "{era:?}");
+        assert_eq!(now["versao"], 2, "{era:?}");
+    }
+}
+
 #[tokio::test]
 async fn refusals_and_no_ops_of_arquivar_curso_are_answered_without_asking() {
     for era in ERAS {
