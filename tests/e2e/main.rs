@@ -7,6 +7,7 @@ mod http_edges;
 mod live_updates;
 mod operations;
 mod persistence;
+mod probe;
 mod scenario;
 mod security;
 mod soak;

@@ -26,6 +26,7 @@ mod key_name;
 mod keyring;
 mod keys_file;
 mod metrics;
+pub mod probe;
 mod rate_limit;
 mod settings;
 

@@ -21,8 +21,14 @@ async fn main() -> anyhow::Result<()> {
         .with_ansi(std::io::stderr().is_terminal())
         .init();
 
-    if let Some(Command::Keys(command)) = &settings.command {
-        return keys_command(command, settings.keys_file.as_deref());
+    match &settings.command {
+        Some(Command::Keys(command)) => return keys_command(command, settings.keys_file.as_deref()),
+        Some(Command::Health) => {
+            let address = backend::probe::probe_address(&settings.host, settings.port)?;
+            backend::probe::check_health(address)?;
+            return Ok(());
+        }
+        None => {}
     }
     if settings.no_auth {
         anyhow::ensure!(

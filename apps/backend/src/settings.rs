@@ -140,6 +140,9 @@ pub enum Command {
     /// Manage the keys file (KEYS_FILE or --keys-file); a running server picks up changes by itself.
     #[command(subcommand)]
     Keys(KeysCommand),
+    /// Asks the backend at HOST:PORT for `GET /health` (a wildcard HOST is reached on loopback):
+    /// exit 0 when it answers 200, 1 otherwise. For container health checks (no shell needed).
+    Health,
 }
 
 /// `keys create|revoke|list`.
