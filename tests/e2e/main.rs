@@ -10,5 +10,6 @@ mod persistence;
 mod scenario;
 mod security;
 mod soak;
+mod stdio_lines;
 mod support;
 mod transports;

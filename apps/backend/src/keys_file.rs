@@ -374,7 +374,7 @@ fn remove_stale_temporary_files(path: &Path) -> Result<(), KeysFileError> {
             let stale = entry.path();
             match std::fs::remove_file(&stale) {
                 Ok(()) => {
-                    tracing::info!(file = %stale.display(), "removed a temporary keys file an interrupted command left")
+                    tracing::info!(file = %stale.display(), "removed a temporary keys file an interrupted command left");
                 }
                 Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
                 Err(source) => return Err(KeysFileError::Io { path: stale, source }),

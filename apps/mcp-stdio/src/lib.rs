@@ -38,7 +38,7 @@ const ANSWERS_QUEUE: usize = 16;
 pub enum StdioError {
     /// The MCP handshake failed for another reason than the input ending.
     #[error("MCP handshake failed: {0}")]
-    Handshake(#[source] ServerInitializeError),
+    Handshake(#[source] Box<ServerInitializeError>),
     /// The session's task failed.
     #[error("the MCP session failed: {0}")]
     Session(#[source] tokio::task::JoinError),
@@ -77,7 +77,7 @@ where
             tracing::info!(%during, "stdin closed before the MCP session began");
             Ok(())
         }
-        Err(error) => Err(StdioError::Handshake(error)),
+        Err(error) => Err(StdioError::Handshake(Box::new(error))),
     };
     // rmcp has ended, and with it what it writes. At the end of input the gate has already ended
     // (rmcp saw the end only once the gate had forwarded everything); otherwise it stops here, and
