@@ -12,8 +12,9 @@
 //! - the answer carries the request's `id` when a tolerant scan of the raw bytes finds a top-level
 //!   `"method"` key and a top-level `"id"` that is an integer or a string, and no top-level
 //!   `"result"` or `"error"` (a response's id is the server's own, and must not come back as if it
-//!   answered a client request); otherwise `"id": null`, as JSON-RPC 2.0 prescribes for a parse
-//!   error whose id cannot be detected. Every refusal is also logged on stderr;
+//!   answered a client request); otherwise the answer has no `id`, as MCP 2026-07-28 prescribes
+//!   for an error whose request id cannot be read (and as rmcp's own answers do). Every refusal is
+//!   also logged on stderr;
 //! - blank lines are skipped, as rmcp does.
 
 use std::io;
@@ -171,22 +172,28 @@ impl LineGate {
 
     async fn answer(&self, refusal: Refusal, id: Option<RecoveredId>, answers: &mpsc::Sender<Vec<u8>>) {
         let id_value = match &id {
-            Some(RecoveredId::Number(number)) => serde_json::Value::from(*number),
-            Some(RecoveredId::Text(text)) => serde_json::Value::from(text.as_str()),
-            None => serde_json::Value::Null,
+            Some(RecoveredId::Number(number)) => Some(serde_json::Value::from(*number)),
+            Some(RecoveredId::Text(text)) => Some(serde_json::Value::from(text.as_str())),
+            None => None,
         };
         tracing::warn!(
             reason = refusal.as_str(),
-            id = %id_value,
+            id = %id_value.as_ref().map_or_else(|| "none".to_owned(), ToString::to_string),
             max_line_bytes = self.max_line_bytes,
             "refused a line on stdin: answered with a JSON-RPC parse error (-32700), nothing executed"
         );
-        let answer = serde_json::json!({
-            "jsonrpc": "2.0",
-            "id": id_value,
-            "error": { "code": PARSE_ERROR, "message": refusal.message(self.max_line_bytes) },
-        });
-        let mut bytes = answer.to_string().into_bytes();
+        let mut answer = serde_json::Map::new();
+        answer.insert("jsonrpc".to_owned(), "2.0".into());
+        // Without an id, none: MCP 2026-07-28 omits it "when the server cannot read the request
+        // id", as rmcp's own invalid-request answers do (ADR 0024).
+        if let Some(id) = id_value {
+            answer.insert("id".to_owned(), id);
+        }
+        answer.insert(
+            "error".to_owned(),
+            serde_json::json!({ "code": PARSE_ERROR, "message": refusal.message(self.max_line_bytes) }),
+        );
+        let mut bytes = serde_json::Value::Object(answer).to_string().into_bytes();
         bytes.push(b'\n');
         // Closed only when the output is gone: nobody could read the answer anyway.
         let _ = answers.send(bytes).await;
@@ -610,8 +617,11 @@ mod tests {
         (server, answers)
     }
 
-    fn parse_error(id: serde_json::Value) -> impl Fn(&serde_json::Value) -> bool {
-        move |answer| answer["jsonrpc"] == "2.0" && answer["id"] == id && answer["error"]["code"] == PARSE_ERROR
+    /// A -32700 answer with `id`, or without an id at all for `None`.
+    fn parse_error(id: Option<serde_json::Value>) -> impl Fn(&serde_json::Value) -> bool {
+        move |answer| {
+            answer["jsonrpc"] == "2.0" && answer.get("id") == id.as_ref() && answer["error"]["code"] == PARSE_ERROR
+        }
     }
 
     #[tokio::test]
@@ -639,10 +649,10 @@ mod tests {
         let (server, answers) = run(LineGate::default(), &input, 5).await;
         assert_eq!(server, b"{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"ping\"}\n");
         assert_eq!(answers.len(), 3, "{answers:?}");
-        assert!(parse_error(7.into())(&answers[0]), "{}", answers[0]);
+        assert!(parse_error(Some(7.into()))(&answers[0]), "{}", answers[0]);
         assert!(answers[0]["error"]["message"].as_str().is_some_and(|message| message.contains("UTF-8")));
-        assert!(parse_error("corte".into())(&answers[1]), "{}", answers[1]);
-        assert!(parse_error(serde_json::Value::Null)(&answers[2]), "{}", answers[2]);
+        assert!(parse_error(Some("corte".into()))(&answers[1]), "{}", answers[1]);
+        assert!(parse_error(None)(&answers[2]), "{}", answers[2]);
     }
 
     #[tokio::test]
@@ -656,9 +666,9 @@ mod tests {
         let (server, answers) = run(gate, input.as_bytes(), 7).await;
         assert_eq!(server, format!("{just_fits}\n").as_bytes());
         assert_eq!(answers.len(), 2, "{answers:?}");
-        assert!(parse_error(9.into())(&answers[0]), "{}", answers[0]);
+        assert!(parse_error(Some(9.into()))(&answers[0]), "{}", answers[0]);
         assert!(answers[0]["error"]["message"].as_str().is_some_and(|message| message.contains("64 bytes")));
-        assert!(parse_error(serde_json::Value::Null)(&answers[1]), "{}", answers[1]);
+        assert!(parse_error(None)(&answers[1]), "{}", answers[1]);
     }
 
     #[tokio::test]
@@ -666,6 +676,6 @@ mod tests {
         let (server, answers) = run(LineGate::default(), br#"{"jsonrpc":"2.0","method":"ping","id":5,"#, 64).await;
         assert!(server.is_empty());
         assert_eq!(answers.len(), 1);
-        assert!(parse_error(5.into())(&answers[0]), "{}", answers[0]);
+        assert!(parse_error(Some(5.into()))(&answers[0]), "{}", answers[0]);
     }
 }
