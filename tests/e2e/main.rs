@@ -11,5 +11,6 @@ mod probe;
 mod scenario;
 mod security;
 mod soak;
+mod stdio_lines;
 mod support;
 mod transports;

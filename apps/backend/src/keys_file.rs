@@ -13,6 +13,13 @@
 //! (two operators, a script in a loop) take turns instead of one rewriting the file without the
 //! other's change.
 //!
+//! **An interrupted command** (killed, or its terminal closed) leaves either the old file or the
+//! new one, never a mix. Its temporary file (`.<name>.tmp-<pid>`) may stay behind: the next
+//! command removes it, since while it holds the lock no other command can be writing one.
+//! [`create_key_and_show`] shows the key before the rename that makes it take effect, so a key
+//! that takes effect has been shown; a command killed between the two has shown a key that is
+//! not in the file (`keys list` tells), never the reverse (ADR 0024).
+//!
 //! **Why a fast hash.** Keys made by `keys create` are 256 random bits: nobody can guess one from
 //! its SHA-256, so a slow password hash (argon2, bcrypt) would only cost time on every request
 //! without protecting anything. A leaked keys file gives no key; a leaked key is revoked by
@@ -230,15 +237,43 @@ pub enum KeyCommandError {
     /// No randomness for a new key.
     #[error("cannot generate a key: {0}")]
     Random(getrandom::Error),
+    /// The new key could not be shown (stdout closed or full): it was not added.
+    #[error("cannot show the new key, so it was not added: {0}")]
+    Show(std::io::Error),
 }
 
 /// Generates a key named `name` with `scope`, appends its hash to the file at `path` (created
 /// with a header when missing) and returns the key: the only time it exists outside the client.
 ///
+/// Only for callers that do not show the key to anyone (tests, tools that keep it): a command
+/// that prints it uses [`create_key_and_show`], so that a key never takes effect unshown.
+///
 /// # Errors
 /// [`KeyCommandError`]: the file is unreadable or malformed (it is left untouched), the name is
 /// taken, or it cannot be written.
 pub fn create_key(path: &Path, name: &KeyName, scope: Scope) -> Result<ApiKey, KeyCommandError> {
+    let mut created = None;
+    create_key_and_show(path, name, scope, |key| {
+        created = Some(key.clone());
+        Ok(())
+    })?;
+    Ok(created.expect("create_key_and_show shows the key before it succeeds"))
+}
+
+/// Generates a key named `name` with `scope`, writes the new file beside the keys file at `path`
+/// (created with a header when missing), calls `show` with the key (print it and flush), and only
+/// when `show` succeeded renames the new file over the old one: the key takes effect only once it
+/// has been shown, and a key that cannot be shown is never added.
+///
+/// # Errors
+/// [`KeyCommandError`]: the file is unreadable or malformed (it is left untouched), the name is
+/// taken, it cannot be written, or `show` failed ([`KeyCommandError::Show`], the file untouched).
+pub fn create_key_and_show(
+    path: &Path,
+    name: &KeyName,
+    scope: Scope,
+    show: impl FnOnce(&ApiKey) -> std::io::Result<()>,
+) -> Result<(), KeyCommandError> {
     let _turn = lock_for_rewrite(path)?;
     let mut text = match std::fs::read_to_string(path) {
         Ok(text) => text,
@@ -255,8 +290,10 @@ pub fn create_key(path: &Path, name: &KeyName, scope: Scope) -> Result<ApiKey, K
     }
     text.push_str(&format!("{name} {scope} {}\n", KeyHash::of(key.expose().as_bytes()).to_file_text()));
     KeysFile::parse(&text)?;
-    write_atomically(path, &text)?;
-    Ok(key)
+    let prepared = PreparedRewrite::write(path, &text)?;
+    show(&key).map_err(KeyCommandError::Show)?;
+    prepared.commit()?;
+    Ok(())
 }
 
 /// Removes the key named `name` from the file at `path`; comments and other lines stay as they are.
@@ -282,7 +319,7 @@ pub fn revoke_key(path: &Path, name: &KeyName) -> Result<(), KeyCommandError> {
     if !found {
         return Err(KeyCommandError::UnknownName(name.clone()));
     }
-    write_atomically(path, &kept)?;
+    PreparedRewrite::write(path, &kept)?.commit()?;
     Ok(())
 }
 
@@ -301,6 +338,9 @@ fn hidden_sibling(path: &Path, suffix: &str) -> Result<PathBuf, KeysFileError> {
 /// lock (`flock`) on `.<name>.lock` beside it, created when missing. Not on the keys file itself,
 /// which each rewrite replaces by a new file. The lock is released when the process ends, however
 /// it ends.
+///
+/// Once it holds the lock, removes the temporary files an interrupted command left: every command
+/// writes its temporary file while holding this lock, so one found now is stale.
 fn lock_for_rewrite(path: &Path) -> Result<std::fs::File, KeysFileError> {
     let io_error = |source| KeysFileError::Io { path: path.to_owned(), source };
     let lock = std::fs::OpenOptions::new()
@@ -310,35 +350,91 @@ fn lock_for_rewrite(path: &Path) -> Result<std::fs::File, KeysFileError> {
         .open(hidden_sibling(path, ".lock")?)
         .map_err(io_error)?;
     lock.lock().map_err(io_error)?;
+    remove_stale_temporary_files(path)?;
     Ok(lock)
 }
 
-/// Writes `text` to a temporary file beside `path`, flushes it to disk, then renames it over
-/// `path`: a reader sees the old file or the new one, never a mix. The old file's permissions
-/// are kept.
-fn write_atomically(path: &Path, text: &str) -> Result<(), KeysFileError> {
-    let io_error = |source| KeysFileError::Io { path: path.to_owned(), source };
-    let temporary = hidden_sibling(path, &format!(".tmp-{}", std::process::id()))?;
-    let written = (|| {
-        let mut file = std::fs::File::create(&temporary)?;
-        file.write_all(text.as_bytes())?;
-        if let Ok(metadata) = std::fs::metadata(path) {
-            file.set_permissions(metadata.permissions())?;
+/// Removes `.<name>.tmp-*` beside `path`. Call only while holding the lock.
+fn remove_stale_temporary_files(path: &Path) -> Result<(), KeysFileError> {
+    let prefix = hidden_sibling(path, TEMPORARY_SUFFIX)?;
+    let (Some(folder), Some(prefix)) = (prefix.parent(), prefix.file_name()) else {
+        return Ok(());
+    };
+    let folder = if folder.as_os_str().is_empty() { Path::new(".") } else { folder };
+    let prefix = prefix.as_encoded_bytes();
+    let entries = match std::fs::read_dir(folder) {
+        Ok(entries) => entries,
+        // No folder yet: nothing stale, and writing will report the real problem.
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(source) => return Err(KeysFileError::Io { path: folder.to_owned(), source }),
+    };
+    for entry in entries.flatten() {
+        let file_name = entry.file_name();
+        if file_name.as_encoded_bytes().starts_with(prefix) {
+            let stale = entry.path();
+            match std::fs::remove_file(&stale) {
+                Ok(()) => {
+                    tracing::info!(file = %stale.display(), "removed a temporary keys file an interrupted command left");
+                }
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+                Err(source) => return Err(KeysFileError::Io { path: stale, source }),
+            }
         }
-        file.sync_all()?;
-        std::fs::rename(&temporary, path)
-    })();
-    if let Err(error) = written {
-        let _ = std::fs::remove_file(&temporary);
-        return Err(io_error(error));
-    }
-    // Make the rename itself durable; not every platform can open a folder, so best effort.
-    if let Some(folder) = path.parent().filter(|folder| !folder.as_os_str().is_empty())
-        && let Ok(folder) = std::fs::File::open(folder)
-    {
-        let _ = folder.sync_all();
     }
     Ok(())
+}
+
+/// What the name of a temporary file starts with after `.<keys file name>`.
+const TEMPORARY_SUFFIX: &str = ".tmp-";
+
+/// A new keys file written and flushed to disk beside the old one, waiting for [`Self::commit`]
+/// to take its place. Dropped without commit, it is removed and the old file stays.
+struct PreparedRewrite {
+    path: PathBuf,
+    temporary: PathBuf,
+    committed: bool,
+}
+
+impl PreparedRewrite {
+    /// Writes `text` to a temporary file beside `path` and flushes it to disk. The old file's
+    /// permissions are kept.
+    fn write(path: &Path, text: &str) -> Result<Self, KeysFileError> {
+        let temporary = hidden_sibling(path, &format!("{TEMPORARY_SUFFIX}{}", std::process::id()))?;
+        let prepared = Self { path: path.to_owned(), temporary, committed: false };
+        let written = (|| {
+            let mut file = std::fs::File::create(&prepared.temporary)?;
+            file.write_all(text.as_bytes())?;
+            if let Ok(metadata) = std::fs::metadata(path) {
+                file.set_permissions(metadata.permissions())?;
+            }
+            file.sync_all()
+        })();
+        written.map_err(|source| KeysFileError::Io { path: path.to_owned(), source })?;
+        Ok(prepared)
+    }
+
+    /// Renames the new file over the old one: a reader sees the old file or the new one, never a
+    /// mix.
+    fn commit(mut self) -> Result<(), KeysFileError> {
+        std::fs::rename(&self.temporary, &self.path)
+            .map_err(|source| KeysFileError::Io { path: self.path.clone(), source })?;
+        self.committed = true;
+        // Make the rename itself durable; not every platform can open a folder, so best effort.
+        if let Some(folder) = self.path.parent().filter(|folder| !folder.as_os_str().is_empty())
+            && let Ok(folder) = std::fs::File::open(folder)
+        {
+            let _ = folder.sync_all();
+        }
+        Ok(())
+    }
+}
+
+impl Drop for PreparedRewrite {
+    fn drop(&mut self) {
+        if !self.committed {
+            let _ = std::fs::remove_file(&self.temporary);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -504,6 +600,69 @@ mod tests {
         assert_eq!(keys.entries().len(), 1);
         assert!(keys.entries()[0].hash.matches(&KeyHash::of(kept.expose().as_bytes())));
         assert!(matches!(revoke_key(&path, &name("leitor")), Err(KeyCommandError::UnknownName(_))));
+    }
+
+    fn file_names_in(folder: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(folder)
+            .expect("dir")
+            .map(|entry| entry.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// A command killed between writing its temporary file and renaming it leaves the file behind;
+    /// the next command, holding the lock, knows nobody else is writing one.
+    #[test]
+    fn temporary_files_an_interrupted_command_left_are_removed_by_the_next_command() {
+        let folder = tempfile::tempdir().expect("temp dir");
+        let path = folder.path().join("keys");
+        create_key(&path, &name("leitor"), Scope::Read).expect("created");
+        for stale in [".keys.tmp-4242", ".keys.tmp-1"] {
+            std::fs::write(folder.path().join(stale), "leitor leitura sha256:meio").expect("plant");
+        }
+        std::fs::write(folder.path().join(".outro.tmp-4242"), "another file's").expect("plant");
+        create_key(&path, &name("ci"), Scope::Write).expect("created");
+        assert_eq!(file_names_in(folder.path()), [".keys.lock", ".outro.tmp-4242", "keys"]);
+
+        std::fs::write(folder.path().join(".keys.tmp-77"), "").expect("plant");
+        revoke_key(&path, &name("ci")).expect("revoked");
+        assert_eq!(file_names_in(folder.path()), [".keys.lock", ".outro.tmp-4242", "keys"]);
+        assert_eq!(KeysFile::read(&path).expect("valid").entries().len(), 1);
+    }
+
+    #[test]
+    fn the_key_is_shown_before_it_takes_effect() {
+        let folder = tempfile::tempdir().expect("temp dir");
+        let path = folder.path().join("keys");
+        create_key(&path, &name("leitor"), Scope::Read).expect("created");
+        let mut shown = None;
+        create_key_and_show(&path, &name("ci"), Scope::Write, |key| {
+            let in_force = KeysFile::read(&path).expect("valid");
+            assert!(
+                !in_force.entries().iter().any(|entry| entry.hash.matches(&KeyHash::of(key.expose().as_bytes()))),
+                "the key took effect before it was shown"
+            );
+            shown = Some(key.clone());
+            Ok(())
+        })
+        .expect("created");
+        let shown = shown.expect("shown");
+        let keys = KeysFile::read(&path).expect("valid");
+        assert!(keys.entries().iter().any(|entry| entry.hash.matches(&KeyHash::of(shown.expose().as_bytes()))));
+    }
+
+    #[test]
+    fn a_key_that_cannot_be_shown_is_not_added_and_leaves_nothing_behind() {
+        let folder = tempfile::tempdir().expect("temp dir");
+        let path = folder.path().join("keys");
+        create_key(&path, &name("leitor"), Scope::Read).expect("created");
+        let before = std::fs::read_to_string(&path).expect("file");
+        let refused =
+            create_key_and_show(&path, &name("ci"), Scope::Write, |_| Err(std::io::ErrorKind::BrokenPipe.into()));
+        assert!(matches!(refused, Err(KeyCommandError::Show(_))), "{refused:?}");
+        assert_eq!(std::fs::read_to_string(&path).expect("file"), before);
+        assert_eq!(file_names_in(folder.path()), [".keys.lock", "keys"]);
     }
 
     #[cfg(unix)]

@@ -54,7 +54,9 @@ pub use api_key::{ApiKey, ApiKeyError};
 pub use guard::{AllowedHostError, RequestGuard};
 pub use key_name::{KeyName, KeyNameError};
 pub use keyring::{Keyring, RELOAD_INTERVAL, Reload};
-pub use keys_file::{KeyCommandError, KeyEntry, KeyHash, KeysFile, KeysFileError, LineError, create_key, revoke_key};
+pub use keys_file::{
+    KeyCommandError, KeyEntry, KeyHash, KeysFile, KeysFileError, LineError, create_key, create_key_and_show, revoke_key,
+};
 pub use metrics::{MCP_METHODS, Metrics, RequestTimer, method_label};
 pub use rate_limit::{RateLimit, RetryAfter};
 pub use settings::{Command, KeysCommand, SessionMode, Settings};

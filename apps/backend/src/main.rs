@@ -113,9 +113,13 @@ fn keys_command(command: &KeysCommand, keys_file: Option<&std::path::Path>) -> a
     let mut stdout = std::io::stdout().lock();
     match command {
         KeysCommand::Create { name, scope } => {
-            let key = backend::create_key(path, name, *scope).context("cannot create the key")?;
-            stdout.write_all(format!("{}\n", key.expose()).as_bytes())?;
-            stdout.flush()?;
+            // Shown (and flushed) before the rename that makes it take effect: a key that cannot be
+            // printed is never added.
+            backend::create_key_and_show(path, name, *scope, |key| {
+                stdout.write_all(format!("{}\n", key.expose()).as_bytes())?;
+                stdout.flush()
+            })
+            .context("cannot create the key")?;
             eprintln!(
                 "Key {name} ({scope}) added to {}. It is shown only now, above; a running server accepts it within a second.",
                 path.display()

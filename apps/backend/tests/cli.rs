@@ -95,3 +95,34 @@ fn no_auth_is_refused_on_an_address_other_than_loopback() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("NO_AUTH is only allowed on a loopback HOST"), "{stderr}");
 }
+
+/// The key is printed before it takes effect: when stdout is a pipe nobody reads any more, the
+/// command fails and the key is not added (before, it was added and never shown).
+#[cfg(unix)]
+#[test]
+fn keys_create_adds_no_key_when_it_cannot_print_it() {
+    let folder = tempfile::tempdir().expect("temp dir");
+    let keys_file = folder.path().join("keys");
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    drop(reader);
+    let output = Command::new(env!("CARGO_BIN_EXE_mcp-cursos-backend"))
+        .args(["keys", "create", "--name", "ci", "--scope", "escrita"])
+        .env("KEYS_FILE", &keys_file)
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .expect("run");
+    let text = std::fs::read_to_string(&keys_file).unwrap_or_default();
+    assert!(!text.contains("ci escrita"), "the unshown key was added: {text}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(stderr.contains("not added"), "{stderr}");
+
+    let mut left: Vec<String> = std::fs::read_dir(folder.path())
+        .expect("dir")
+        .map(|entry| entry.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|name| name.contains(".tmp-"))
+        .collect();
+    left.sort();
+    assert!(left.is_empty(), "temporary files left: {left:?}");
+}

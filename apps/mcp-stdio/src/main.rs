@@ -1,18 +1,16 @@
 //! `mcp-cursos-stdio`: the catalog over stdio, for an editor to start as a child process.
 //!
 //! stdout carries JSON-RPC only; logs go to stderr (`RUST_LOG` honoured). The process exits
-//! cleanly when its stdin closes.
+//! with status 0 when its stdin closes, at any point of the session. Everything between the
+//! settings and the streams is in the library (`mcp_cursos_stdio::serve`, ADR 0024).
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::time::Duration;
 
 use anyhow::Context;
 use clap::Parser;
 use courses_domain::{Catalog, PostgresStore, SqliteStore};
 use mcp_server::{CursosServer, ServerOptions, ServerState, UnconfirmedArchive};
-use rmcp::ServiceExt;
-use tokio::io::{AsyncRead, ReadBuf};
 use tracing_subscriber::EnvFilter;
 
 /// mcp-cursos over stdio: JSON-RPC on stdin/stdout, logs on stderr.
@@ -73,51 +71,8 @@ async fn main() -> anyhow::Result<()> {
     let state = ServerState::new(catalog, options);
     // Other processes on the same PostgreSQL database (HTTP replicas) tell this session of changes.
     let _replicas = postgres.as_ref().map(|store| state.follow_replicas(store));
-    let stdin = EndOfInput::new(tokio::io::stdin(), state.clone());
-    let running =
-        CursosServer::new(&state).serve((stdin, tokio::io::stdout())).await.context("MCP handshake failed")?;
-    let reason = running.waiting().await.context("the MCP session failed")?;
-    tracing::info!(?reason, "mcp-cursos-stdio stopped");
+    let (stdin, stdout) = rmcp::transport::stdio_pipes();
+    mcp_cursos_stdio::serve(CursosServer::new(&state), state, stdin, stdout).await?;
+    tracing::info!("mcp-cursos-stdio stopped");
     Ok(())
-}
-
-/// stdin that, at end of input, first ends the open listen streams (so that their final
-/// results are written while the session is still running), then reports the end to rmcp.
-/// Without it, rmcp would wait its drain timeout for the streams before exiting.
-struct EndOfInput<R> {
-    inner: R,
-    state: ServerState,
-    closing: Option<std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>>,
-}
-
-impl<R> EndOfInput<R> {
-    fn new(inner: R, state: ServerState) -> Self {
-        Self { inner, state, closing: None }
-    }
-}
-
-impl<R: AsyncRead + Unpin> AsyncRead for EndOfInput<R> {
-    fn poll_read(
-        mut self: std::pin::Pin<&mut Self>,
-        context: &mut std::task::Context<'_>,
-        buffer: &mut ReadBuf<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        if self.closing.is_none() {
-            let before = buffer.filled().len();
-            match std::pin::Pin::new(&mut self.inner).poll_read(context, buffer) {
-                std::task::Poll::Ready(Ok(())) if buffer.filled().len() == before && buffer.remaining() > 0 => {
-                    let state = self.state.clone();
-                    self.closing = Some(Box::pin(async move {
-                        // Bounded: a stream that does not end must not keep the process alive.
-                        let _ = tokio::time::timeout(Duration::from_secs(2), state.shut_down_listeners()).await;
-                    }));
-                }
-                other => return other,
-            }
-        }
-        match self.closing.as_mut().map(|closing| closing.as_mut().poll(context)) {
-            Some(std::task::Poll::Pending) => std::task::Poll::Pending,
-            _ => std::task::Poll::Ready(Ok(())),
-        }
-    }
 }

@@ -1,0 +1,143 @@
+//! The stdio transport of mcp-cursos: `CursosServer` on a byte input and output (stdin and stdout
+//! in the binary), through a line gate (ADR 0024).
+//!
+//! ```text
+//! stdin ──▶ LineGate ──well-formed lines──▶ rmcp (CursosServer) ──▶ write_output ──▶ stdout
+//!              └──── -32700 answers for refused lines ─────────────────────┘
+//! ```
+//!
+//! The gate reads lines with a bound ([`MAX_LINE_BYTES`]) and answers those rmcp would drop
+//! without a word; one writer puts rmcp's messages and those answers on the output, a whole line
+//! at a time. The session ends when the input ends, at any point (before `initialize`, in the
+//! middle of a line, after a whole session): that is a normal end, as is an output the host closed.
+
+mod line_gate;
+mod output;
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use mcp_server::{CursosServer, ServerState};
+use rmcp::ServiceExt;
+use rmcp::service::ServerInitializeError;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::sync::mpsc;
+
+pub use line_gate::{LineGate, MAX_LINE_BYTES};
+pub use output::write_output;
+
+/// Bytes in flight between the gate and rmcp, each way; a full pipe makes the writer wait.
+const PIPE_BYTES: usize = 64 * 1024;
+
+/// Refusal answers waiting for the output; a full queue makes the gate stop reading.
+const ANSWERS_QUEUE: usize = 16;
+
+/// How the stdio session failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StdioError {
+    /// The MCP handshake failed for another reason than the input ending.
+    #[error("MCP handshake failed: {0}")]
+    Handshake(#[source] Box<ServerInitializeError>),
+    /// The session's task failed.
+    #[error("the MCP session failed: {0}")]
+    Session(#[source] tokio::task::JoinError),
+    /// Writing the output failed for another reason than the host closing it.
+    #[error("cannot write stdout: {0}")]
+    Output(#[source] std::io::Error),
+}
+
+/// Serves `server` on `input` and `output` until `input` ends.
+///
+/// # Errors
+/// [`StdioError`]: the handshake failed, or the output could not be written, for another reason
+/// than the input ending or the host closing the output.
+pub async fn serve<I, O>(server: CursosServer, state: ServerState, input: I, output: O) -> Result<(), StdioError>
+where
+    I: AsyncRead + Unpin + Send + 'static,
+    O: AsyncWrite + Unpin + Send + 'static,
+{
+    let (server_input, mut gate_to_server) = tokio::io::duplex(PIPE_BYTES);
+    let (server_output, from_server) = tokio::io::duplex(PIPE_BYTES);
+    let (answers, answers_received) = mpsc::channel(ANSWERS_QUEUE);
+    let writer = tokio::spawn(write_output(from_server, answers_received, output));
+    let gate = tokio::spawn(async move {
+        if let Err(error) = LineGate::default().forward(input, &mut gate_to_server, &answers).await {
+            tracing::error!(%error, "stopped reading stdin");
+        }
+    });
+
+    let ended = match server.serve((EndOfInput::new(server_input, state), server_output)).await {
+        Ok(running) => running
+            .waiting()
+            .await
+            .map(|reason| tracing::info!(?reason, "the MCP session ended"))
+            .map_err(StdioError::Session),
+        Err(ServerInitializeError::ConnectionClosed(during)) => {
+            tracing::info!(%during, "stdin closed before the MCP session began");
+            Ok(())
+        }
+        Err(error) => Err(StdioError::Handshake(Box::new(error))),
+    };
+    // rmcp has ended, and with it what it writes. At the end of input the gate has already ended
+    // (rmcp saw the end only once the gate had forwarded everything); otherwise it stops here, and
+    // the answers it queued are still written.
+    gate.abort();
+    match (ended, writer.await) {
+        // The host closed stdout (it went away): nothing to report to, and nothing failed here.
+        (_, Ok(Err(error))) if error.kind() == std::io::ErrorKind::BrokenPipe => {
+            tracing::info!("stdout closed by the host");
+            Ok(())
+        }
+        (Err(error), _) => Err(error),
+        (Ok(()), Ok(written)) => written.map_err(StdioError::Output),
+        (Ok(()), Err(failed)) => Err(StdioError::Session(failed)),
+    }
+}
+
+/// The server's input that, at its end, first ends the open listen streams (so that their final
+/// results are written while the session is still running), then reports the end to rmcp.
+/// Without it, rmcp would wait its drain timeout for the streams before exiting.
+struct EndOfInput<R> {
+    inner: R,
+    state: ServerState,
+    closing: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
+}
+
+impl<R> EndOfInput<R> {
+    fn new(inner: R, state: ServerState) -> Self {
+        Self { inner, state, closing: None }
+    }
+}
+
+impl<R> std::fmt::Debug for EndOfInput<R> {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.debug_struct("EndOfInput").field("closing", &self.closing.is_some()).finish_non_exhaustive()
+    }
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for EndOfInput<R> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        context: &mut Context<'_>,
+        buffer: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        if self.closing.is_none() {
+            let before = buffer.filled().len();
+            match Pin::new(&mut self.inner).poll_read(context, buffer) {
+                Poll::Ready(Ok(())) if buffer.filled().len() == before && buffer.remaining() > 0 => {
+                    let state = self.state.clone();
+                    self.closing = Some(Box::pin(async move {
+                        // Bounded: a stream that does not end must not keep the process alive.
+                        let _ = tokio::time::timeout(Duration::from_secs(2), state.shut_down_listeners()).await;
+                    }));
+                }
+                other => return other,
+            }
+        }
+        match self.closing.as_mut().map(|closing| closing.as_mut().poll(context)) {
+            Some(Poll::Pending) => Poll::Pending,
+            _ => Poll::Ready(Ok(())),
+        }
+    }
+}
