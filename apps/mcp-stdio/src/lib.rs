@@ -14,6 +14,14 @@
 mod line_gate;
 mod output;
 
+/// The database the app uses when `DATABASE_PATH` is not set: `mcp-cursos/cursos.db` in the
+/// per-user data folder, wherever the process was started (an editor, `npx` or `uvx` often
+/// start it in `/`). `None` when the platform gives none (no `HOME`).
+#[must_use]
+pub fn default_database_path() -> Option<std::path::PathBuf> {
+    dirs::data_dir().map(|folder| folder.join("mcp-cursos").join("cursos.db"))
+}
+
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;

@@ -17,9 +17,12 @@ use tracing_subscriber::EnvFilter;
 #[derive(Debug, Parser)]
 #[command(name = "mcp-cursos-stdio", version, about, long_about = None)]
 struct Settings {
-    /// SQLite database file; created with its folder and migrated at start.
-    #[arg(long, env = "DATABASE_PATH", default_value = "./data/cursos.db")]
-    database_path: PathBuf,
+    /// SQLite database file; created with its folder and migrated at start. Default: cursos.db in
+    /// the per-user data folder (Linux: $XDG_DATA_HOME/mcp-cursos, else ~/.local/share/mcp-cursos;
+    /// macOS: ~/Library/Application Support/mcp-cursos; Windows: %APPDATA%\mcp-cursos), whatever
+    /// the working directory an editor, npx or uvx starts the app in.
+    #[arg(long, env = "DATABASE_PATH")]
+    database_path: Option<PathBuf>,
 
     /// PostgreSQL connection URI (`postgres://user:password@host:5432/database`, libpq syntax).
     /// When it starts with `postgres://` or `postgresql://`, the catalog is kept there (migrated at
@@ -58,8 +61,16 @@ async fn main() -> anyhow::Result<()> {
             if other.is_some() {
                 tracing::warn!("DATABASE_URL is not a postgres:// or postgresql:// URL: ignored, using DATABASE_PATH");
             }
-            let store = SqliteStore::open(&settings.database_path).context("cannot open the course database")?;
-            tracing::info!(database = %settings.database_path.display(), "mcp-cursos-stdio ready on stdin/stdout");
+            let database_path = match settings.database_path {
+                Some(path) => path,
+                None => mcp_cursos_stdio::default_database_path().context(
+                    "no per-user data folder (HOME is not set): set DATABASE_PATH to the catalog's SQLite file",
+                )?,
+            };
+            let store = SqliteStore::open(&database_path).with_context(|| {
+                format!("cannot open the course database {} (DATABASE_PATH)", database_path.display())
+            })?;
+            tracing::info!(database = %database_path.display(), "mcp-cursos-stdio ready on stdin/stdout");
             (Catalog::new(store), None)
         }
     };

@@ -12,6 +12,30 @@ fn help_documents_every_setting_with_its_default_and_environment_variable() {
     let help = String::from_utf8(output.stdout).expect("utf-8");
     assert!(help.contains("--database-path"), "{help}");
     assert!(help.contains("[env: DATABASE_PATH"), "{help}");
-    assert!(help.contains("[default: ./data/cursos.db]"), "{help}");
+    assert!(help.contains("per-user data folder") && !help.contains("./data/cursos.db"), "{help}");
     assert!(help.contains("--resource-tools") && help.contains("[env: RESOURCE_TOOLS"), "{help}");
+}
+
+#[test]
+fn without_database_path_the_catalog_lives_in_the_per_user_data_folder_whatever_the_working_directory() {
+    let home = std::env::temp_dir().join(format!("mcp-cursos-stdio-home-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&home);
+    std::fs::create_dir_all(&home).expect("home");
+    let xdg = home.join("xdg-data");
+    for (xdg_data_home, expected) in
+        [(None, home.join(".local/share/mcp-cursos/cursos.db")), (Some(&xdg), xdg.join("mcp-cursos/cursos.db"))]
+    {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_mcp-cursos-stdio"));
+        // Started in / with stdin closed at once, as a launcher in an unknown folder might.
+        command.env_clear().env("HOME", &home).env("RUST_LOG", "info").current_dir("/");
+        if let Some(folder) = xdg_data_home {
+            command.env("XDG_DATA_HOME", folder);
+        }
+        let output = command.stdin(std::process::Stdio::null()).output().expect("run");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "{stderr}");
+        assert!(expected.exists(), "{} was not created: {stderr}", expected.display());
+        assert!(stderr.contains(&expected.display().to_string()), "stderr names the file: {stderr}");
+    }
+    let _ = std::fs::remove_dir_all(&home);
 }
