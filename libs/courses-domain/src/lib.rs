@@ -33,7 +33,7 @@ pub use catalog::{
 };
 pub use course::{Course, CourseChanges, NewCourse};
 pub use course_id::{CourseId, CourseIdError};
-pub use course_title::{CourseTitle, CourseTitleError, comparison_key_of};
+pub use course_title::{CourseTitle, CourseTitleError, code_point, comparison_key_of};
 pub use history::{HistoryEntry, HistoryPage, Provenance};
 pub use idempotency_key::{IdempotencyKey, IdempotencyKeyError};
 pub use page::{CoursePage, PageCursor, PageCursorError, PageSize};
