@@ -891,3 +891,75 @@ fn concurrent_writers_record_exactly_one_history_entry_per_accepted_write(backen
         assert_eq!(pair[0].before.as_ref(), Some(&pair[1].after), "each entry starts where the previous ended");
     }
 }
+
+// ---- A SQLite file that cannot take durable writes (ADR 0026) ------------------------------------
+
+/// A catalog on a SQLite file in a fresh folder, with the file's path.
+fn sqlite_catalog() -> (tempfile::TempDir, std::path::PathBuf, Catalog) {
+    let folder = tempfile::tempdir().expect("temp dir");
+    let path = folder.path().join("cursos.db");
+    let catalog = Catalog::new(SqliteStore::open(&path).expect("open store"));
+    (folder, path, catalog)
+}
+
+fn remove_database_files(path: &std::path::Path) {
+    for suffix in ["", "-wal", "-shm"] {
+        let mut name = path.as_os_str().to_owned();
+        name.push(suffix);
+        let _ = std::fs::remove_file(name);
+    }
+}
+
+#[tokio::test]
+async fn a_database_file_deleted_while_open_refuses_writes_and_readiness_says_why() {
+    let (_folder, path, catalog) = sqlite_catalog();
+    let course = catalog.create(new_course("Rust", 10), by()).await.expect("created");
+    catalog.readiness().await.expect("ready while the file is in place");
+    remove_database_files(&path);
+    let refused = catalog.create(new_course("Go", 10), by()).await;
+    assert!(matches!(refused, Err(CreateCourseError::Unwritable(crate::Unwritable::FileReplaced))), "{refused:?}");
+    let changes = CourseChanges { workload_hours: Some(hours(20)), ..CourseChanges::default() };
+    let refused = catalog.update(course.id(), changes, by()).await;
+    assert!(matches!(refused, Err(UpdateCourseError::Unwritable(crate::Unwritable::FileReplaced))), "{refused:?}");
+    let refused = catalog.archive(course.id(), by()).await;
+    assert!(matches!(refused, Err(ArchiveCourseError::Unwritable(crate::Unwritable::FileReplaced))), "{refused:?}");
+    let readiness = catalog.readiness().await;
+    assert!(
+        matches!(readiness, Err(crate::NotReady::Unwritable(crate::Unwritable::FileReplaced))),
+        "{readiness:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_database_file_replaced_while_open_refuses_writes_and_they_never_reach_either_file() {
+    let (folder, path, catalog) = sqlite_catalog();
+    catalog.create(new_course("Rust", 10), by()).await.expect("created");
+    // Another database put in its place (a restore, an operator's mistake).
+    let other = folder.path().join("other.db");
+    diesel::SqliteConnection::establish(&other.to_string_lossy())
+        .expect("create another file")
+        .batch_execute("CREATE TABLE other (x INTEGER)")
+        .expect("write it");
+    remove_database_files(&path);
+    std::fs::rename(&other, &path).expect("replace the file");
+    let refused = catalog.create(new_course("Go", 10), by()).await;
+    assert!(matches!(refused, Err(CreateCourseError::Unwritable(crate::Unwritable::FileReplaced))), "{refused:?}");
+    assert!(matches!(catalog.readiness().await, Err(crate::NotReady::Unwritable(crate::Unwritable::FileReplaced))));
+    drop(catalog);
+    let reopened = Catalog::new(SqliteStore::open(&path).expect("reopen"));
+    let titles: Vec<String> = reopened
+        .active_page(None, PageSize::default())
+        .await
+        .expect("page")
+        .courses
+        .iter()
+        .map(|course| course.title().as_str().to_owned())
+        .collect();
+    assert!(titles.is_empty(), "the refused write is nowhere: {titles:?}");
+}
+
+#[tokio::test]
+async fn a_postgresql_store_is_ready_when_it_answers() {
+    let database = TestDatabase::new(Backend::Postgres);
+    database.open().readiness().await.expect("ready");
+}

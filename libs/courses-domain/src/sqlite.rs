@@ -18,8 +18,9 @@ use time::format_description::BorrowedFormatItem;
 use time::macros::format_description;
 use time::{OffsetDateTime, PrimitiveDateTime};
 
+use crate::sqlite_file::DatabaseFile;
 use crate::sqlite_writer::{WriteFailure, Writer};
-use crate::store::{IdempotentInsert, Replaced, WriteError};
+use crate::store::{IdempotentInsert, Replaced, Unwritable, WriteError};
 use crate::{
     Course, CourseId, CourseStore, CourseTitle, HistoryEntry, IdempotencyKey, PageCursor, Provenance, StoreError,
     WorkloadHours,
@@ -137,6 +138,8 @@ pub struct SqliteStore {
     pool: Pool<ConnectionManager<SqliteConnection>>,
     /// Writes: the one writer thread of this store, which commits them in batches.
     writer: Writer,
+    /// The file opened, to tell whether it can still take durable writes (ADR 0026).
+    file: std::sync::Arc<DatabaseFile>,
     path: PathBuf,
 }
 
@@ -208,10 +211,11 @@ impl SqliteStore {
             })
             .map_err(|error| OpenStoreError::Migrate { path: path.to_owned(), source: error.into() })?;
         drop(connection);
-        let writer =
-            Writer::start(path, ConnectionSettings { busy_timeout }).map_err(|error| open_error(error.into()))?;
+        let file = std::sync::Arc::new(DatabaseFile::opened(path).map_err(|error| open_error(error.into()))?);
+        let writer = Writer::start(path, std::sync::Arc::clone(&file), ConnectionSettings { busy_timeout })
+            .map_err(|error| open_error(error.into()))?;
         tracing::debug!(path = %path.display(), "course store opened");
-        Ok(Self { pool, writer, path: path.to_owned() })
+        Ok(Self { pool, writer, file, path: path.to_owned() })
     }
 
     /// The database file.
@@ -231,7 +235,18 @@ impl SqliteStore {
         F: FnOnce(&mut SqliteConnection) -> Result<T, DieselError> + Send + 'static,
     {
         self.writer.write(work).map_err(|failure| match failure {
+            // A statement that failed for lack of room or of write permission fails the same way
+            // at every retry: say so.
+            WriteFailure::Statement(error @ DieselError::DatabaseError(kind, _))
+                if kind != DatabaseErrorKind::UniqueViolation =>
+            {
+                match self.file.has_room() {
+                    Err(reason) => WriteError::Unwritable(reason),
+                    Ok(()) => write_error(context, error),
+                }
+            }
             WriteFailure::Statement(error) => write_error(context, error),
+            WriteFailure::Unwritable(reason) => WriteError::Unwritable(reason),
             WriteFailure::Batch(error) => WriteError::Store(StoreError::new(context, error)),
             WriteFailure::Connection(error) => WriteError::Store(StoreError::new(context, error)),
             WriteFailure::WriterGone => WriteError::Store(StoreError::message("the database writer stopped")),
@@ -584,6 +599,12 @@ impl CourseStore for SqliteStore {
     /// waits for a writer (the writer has its own connection, out of the pool).
     fn reads_inline(&self) -> bool {
         true
+    }
+
+    /// The file is still the one opened, it, its WAL and its folder can be written, and its disk
+    /// has room (ADR 0026).
+    fn writable(&self) -> Result<(), Unwritable> {
+        self.file.has_room()
     }
 
     fn pool_status(&self) -> crate::PoolStatus {
