@@ -33,7 +33,12 @@ async fn catalog_ids(client: &Client) -> Vec<String> {
     let read = client.read_resource(ReadResourceRequestParams::new("cursos://catalogo"));
     let result = json!(tokio::time::timeout(PATIENCE, read).await.expect("answered in time").expect("catalog"));
     let catalog: Value = serde_json::from_str(result["contents"][0]["text"].as_str().expect("text")).expect("JSON");
-    catalog["cursos"].as_array().expect("cursos").iter().map(|course| course["id"].as_str().expect("id").to_owned()).collect()
+    catalog["cursos"]
+        .as_array()
+        .expect("cursos")
+        .iter()
+        .map(|course| course["id"].as_str().expect("id").to_owned())
+        .collect()
 }
 
 /// `GET /ready`: the status code and the JSON body.
@@ -156,11 +161,8 @@ struct SmallDisk {
 impl SmallDisk {
     fn mount(folder: &Path) -> Self {
         std::fs::create_dir_all(folder).expect("mount point");
-        let status = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", "size=8m", "tmpfs"])
-            .arg(folder)
-            .status()
-            .expect("mount");
+        let status =
+            Command::new("mount").args(["-t", "tmpfs", "-o", "size=8m", "tmpfs"]).arg(folder).status().expect("mount");
         assert!(status.success(), "cannot mount a tmpfs on {}", folder.display());
         Self { folder: folder.to_owned() }
     }

@@ -356,7 +356,10 @@ async fn keys_stored_under_the_previous_rule_are_recomputed_on_open_and_collide_
     let catalog = database.open();
     for (spelling, holder) in [("Café", 1), ("RUST", 2), ("curso x", 3)] {
         let refused = catalog.create(new_course(spelling, 30), by()).await;
-        assert!(matches!(refused, Err(CreateCourseError::DuplicateTitle { .. })), "{spelling:?} vs {holder}: {refused:?}");
+        assert!(
+            matches!(refused, Err(CreateCourseError::DuplicateTitle { .. })),
+            "{spelling:?} vs {holder}: {refused:?}"
+        );
     }
     catalog.create(new_course("Go", 30), by()).await.expect("an archived course's title may be reused");
     // Every legacy course is still readable, and the two that are now duplicates are both active.
@@ -924,10 +927,7 @@ async fn a_database_file_deleted_while_open_refuses_writes_and_readiness_says_wh
     let refused = catalog.archive(course.id(), by()).await;
     assert!(matches!(refused, Err(ArchiveCourseError::Unwritable(crate::Unwritable::FileReplaced))), "{refused:?}");
     let readiness = catalog.readiness().await;
-    assert!(
-        matches!(readiness, Err(crate::NotReady::Unwritable(crate::Unwritable::FileReplaced))),
-        "{readiness:?}"
-    );
+    assert!(matches!(readiness, Err(crate::NotReady::Unwritable(crate::Unwritable::FileReplaced))), "{readiness:?}");
 }
 
 #[tokio::test]

@@ -337,7 +337,9 @@ mod tests {
 
     #[test]
     fn joiners_and_variation_selectors_that_join_or_select_something_are_accepted() {
-        for text in ["Dev 👩\u{200D}💻", "Amo ❤\u{FE0F} Rust", "👁\u{FE0F}\u{200D}🗨\u{FE0F} Vigilância", "می\u{200C}خواهم"] {
+        for text in
+            ["Dev 👩\u{200D}💻", "Amo ❤\u{FE0F} Rust", "👁\u{FE0F}\u{200D}🗨\u{FE0F} Vigilância", "می\u{200C}خواهم"]
+        {
             assert_eq!(CourseTitle::parse(text).map(|title| title.as_str().to_owned()), Ok(text.to_owned()));
         }
     }

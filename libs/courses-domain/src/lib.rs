@@ -29,8 +29,8 @@ mod workload_hours;
 mod catalog_tests;
 
 pub use catalog::{
-    ArchiveCourseError, Catalog, CatalogObserver, CourseChange, CreateCourseError, Created, GetCourseError,
-    NotReady, UpdateCourseError,
+    ArchiveCourseError, Catalog, CatalogObserver, CourseChange, CreateCourseError, Created, GetCourseError, NotReady,
+    UpdateCourseError,
 };
 pub use course::{Course, CourseChanges, NewCourse};
 pub use course_id::{CourseId, CourseIdError};

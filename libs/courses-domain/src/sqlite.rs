@@ -301,7 +301,8 @@ impl CourseRow {
         let invalid = |_| StoreError::message("a stored course breaks the catalog's rules");
         Ok(Course::from_stored(
             CourseId::parse(&self.id).map_err(|_| StoreError::message("a stored course id is invalid"))?,
-            CourseTitle::from_stored(self.title).map_err(|_| StoreError::message("a stored course title is invalid"))?,
+            CourseTitle::from_stored(self.title)
+                .map_err(|_| StoreError::message("a stored course title is invalid"))?,
             WorkloadHours::parse(i64::from(self.workload_hours))
                 .map_err(|_| StoreError::message("a stored workload is invalid"))?,
             self.archived,
@@ -687,7 +688,11 @@ fn bring_title_keys_to_rule(connection: &mut SqliteConnection) -> Result<(), Die
     let version: i64 = title_key_rule::table.select(title_key_rule::version).get_result(connection)?;
     if version >= COMPARISON_KEY_RULE {
         if version > COMPARISON_KEY_RULE {
-            tracing::warn!(version, ours = COMPARISON_KEY_RULE, "the title keys were computed by a newer rule than this program's");
+            tracing::warn!(
+                version,
+                ours = COMPARISON_KEY_RULE,
+                "the title keys were computed by a newer rule than this program's"
+            );
         }
         return Ok(());
     }
@@ -695,9 +700,12 @@ fn bring_title_keys_to_rule(connection: &mut SqliteConnection) -> Result<(), Die
         .order(courses::position.asc())
         .select((courses::id, courses::title, courses::title_key, courses::archived))
         .load(connection)?;
-    let rekey = plan_rekey(
-        stored.into_iter().map(|(id, title, key, archived)| StoredKey { id, title, key, active: !archived }),
-    );
+    let rekey = plan_rekey(stored.into_iter().map(|(id, title, key, archived)| StoredKey {
+        id,
+        title,
+        key,
+        active: !archived,
+    }));
     // Two passes, so that no course takes a key another still holds.
     for (id, _) in &rekey.changes {
         diesel::update(courses::table.filter(courses::id.eq(id)))
@@ -705,7 +713,9 @@ fn bring_title_keys_to_rule(connection: &mut SqliteConnection) -> Result<(), Die
             .execute(connection)?;
     }
     for (id, key) in &rekey.changes {
-        diesel::update(courses::table.filter(courses::id.eq(id))).set(courses::title_key.eq(key)).execute(connection)?;
+        diesel::update(courses::table.filter(courses::id.eq(id)))
+            .set(courses::title_key.eq(key))
+            .execute(connection)?;
     }
     diesel::update(title_key_rule::table).set(title_key_rule::version.eq(COMPARISON_KEY_RULE)).execute(connection)?;
     for (course, earlier) in &rekey.duplicates {

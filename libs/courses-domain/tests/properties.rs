@@ -49,9 +49,31 @@ fn visible_char() -> impl Strategy<Value = char> {
 
 /// Characters that show nothing or reorder what is shown (ADR 0025): a title holding one is refused.
 const HIDDEN: &[char] = &[
-    '\u{200B}', '\u{FEFF}', '\u{2060}', '\u{200E}', '\u{200F}', '\u{202A}', '\u{202B}', '\u{202C}', '\u{202D}',
-    '\u{202E}', '\u{2066}', '\u{2067}', '\u{2068}', '\u{2069}', '\u{061C}', '\u{00AD}', '\u{034F}', '\u{3164}',
-    '\u{115F}', '\u{FFA0}', '\u{2800}', '\u{180E}', '\u{E0001}', '\u{E0041}', '\u{FFF9}',
+    '\u{200B}',
+    '\u{FEFF}',
+    '\u{2060}',
+    '\u{200E}',
+    '\u{200F}',
+    '\u{202A}',
+    '\u{202B}',
+    '\u{202C}',
+    '\u{202D}',
+    '\u{202E}',
+    '\u{2066}',
+    '\u{2067}',
+    '\u{2068}',
+    '\u{2069}',
+    '\u{061C}',
+    '\u{00AD}',
+    '\u{034F}',
+    '\u{3164}',
+    '\u{115F}',
+    '\u{FFA0}',
+    '\u{2800}',
+    '\u{180E}',
+    '\u{E0001}',
+    '\u{E0041}',
+    '\u{FFF9}',
 ];
 
 /// `count` visible characters.
