@@ -958,6 +958,22 @@ async fn a_database_file_replaced_while_open_refuses_writes_and_they_never_reach
     assert!(titles.is_empty(), "the refused write is nowhere: {titles:?}");
 }
 
+#[test]
+fn a_batch_committed_after_its_file_was_deleted_is_not_acknowledged() {
+    let folder = tempfile::tempdir().expect("temp dir");
+    let path = folder.path().join("cursos.db");
+    let store = SqliteStore::open(&path).expect("open store");
+    let commits_before = store.commits();
+    let deleted = path.clone();
+    // The file passes the check before the batch, and is deleted while the batch writes.
+    let outcome = store.write_with(move |connection| {
+        remove_database_files(&deleted);
+        connection.batch_execute("UPDATE catalog_counters SET active_courses = active_courses")
+    });
+    assert_eq!(store.commits() - commits_before, 1, "SQLite committed, into the deleted file");
+    assert!(matches!(outcome, Err(crate::WriteError::Unwritable(crate::Unwritable::FileReplaced))), "{outcome:?}");
+}
+
 #[tokio::test]
 async fn a_postgresql_store_is_ready_when_it_answers() {
     let database = TestDatabase::new(Backend::Postgres);

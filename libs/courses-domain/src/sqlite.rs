@@ -253,6 +253,17 @@ impl SqliteStore {
         })
     }
 
+    /// Runs `work` as one write through the writer, as `insert` and `replace` do (tests of what
+    /// happens to the file during a batch).
+    #[cfg(test)]
+    pub(crate) fn write_with<T, F>(&self, work: F) -> Result<T, WriteError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut SqliteConnection) -> Result<T, DieselError> + Send + 'static,
+    {
+        self.write("a test write", work)
+    }
+
     /// Transactions the writer committed so far (each holds one or more writes).
     #[cfg(test)]
     pub(crate) fn commits(&self) -> u64 {
