@@ -964,10 +964,9 @@ fn a_batch_committed_after_its_file_was_deleted_is_not_acknowledged() {
     let path = folder.path().join("cursos.db");
     let store = SqliteStore::open(&path).expect("open store");
     let commits_before = store.commits();
-    let deleted = path.clone();
     // The file passes the check before the batch, and is deleted while the batch writes.
     let outcome = store.write_with(move |connection| {
-        remove_database_files(&deleted);
+        remove_database_files(&path);
         connection.batch_execute("UPDATE catalog_counters SET active_courses = active_courses")
     });
     assert_eq!(store.commits() - commits_before, 1, "SQLite committed, into the deleted file");
