@@ -130,15 +130,24 @@ pub fn comparison_key_of(text: &str) -> String {
         .collect();
     // NFKC and lowercasing do not commute (NFKC turns some lowercase-less letters such as U+1D2C
     // into capitals): repeat until neither changes the text, so the key of a key is itself.
-    let mut folded: String = visible.nfkc().collect();
+    let mut folded = nfkc(visible);
     for _ in 0..4 {
-        let next: String = folded.to_lowercase().nfkc().collect();
+        let next = nfkc(folded.to_lowercase());
         if next == folded {
             break;
         }
         folded = next;
     }
     folded.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// `text` in NFKC; most titles already are, and the quick check says so without normalizing.
+fn nfkc(text: String) -> String {
+    if unicode_normalization::is_nfkc_quick(text.chars()) == unicode_normalization::IsNormalized::Yes {
+        text
+    } else {
+        text.nfkc().collect()
+    }
 }
 
 /// A character that breaks a title's line or controls a terminal: Unicode `Cc`, and the line and
