@@ -9,7 +9,7 @@
 //! | `POST /mcp` | `Authorization: Bearer <key>` | MCP over Streamable HTTP (sessions by default, or stateless) |
 //! | `GET`, `DELETE /mcp` | same | the session's stream, closing a session (stateful mode; 405 when stateless) |
 //! | `GET /health` | none | liveness, open sessions and live-update listeners |
-//! | `GET /ready` | none | readiness: 200 when the database answers, 503 otherwise |
+//! | `GET /ready` | none | readiness: 200 when the database answers and can take durable writes, 503 with a `reason` otherwise |
 //! | `GET /metrics` | none (only with `METRICS=true`) | Prometheus metrics: requests by method and status, latencies, sessions, subscriptions, pool |
 //!
 //! Every route first passes the Host/Origin check ([`RequestGuard`]): 403 otherwise. Then every
@@ -196,15 +196,23 @@ async fn liveness(State(health): State<Health>) -> impl IntoResponse {
 /// 200 when the database answers a query within [`READINESS_TIMEOUT`], 503 otherwise (the cause
 /// is logged, not sent): a load balancer stops routing to a replica that lost its database.
 async fn readiness(State(health): State<Health>) -> Response {
-    match tokio::time::timeout(READINESS_TIMEOUT, health.state.catalog().count_active()).await {
-        Ok(Ok(_)) => axum::Json(json!({ "status": "ready" })).into_response(),
-        Ok(Err(error)) => {
+    let unavailable = |reason: &str| {
+        (StatusCode::SERVICE_UNAVAILABLE, axum::Json(json!({ "status": "unavailable", "reason": reason })))
+            .into_response()
+    };
+    match tokio::time::timeout(READINESS_TIMEOUT, health.state.catalog().readiness()).await {
+        Ok(Ok(())) => axum::Json(json!({ "status": "ready" })).into_response(),
+        Ok(Err(courses_domain::NotReady::Unwritable(reason))) => {
+            tracing::warn!(%reason, "readiness check failed: writes cannot be made durable");
+            unavailable(reason.as_str())
+        }
+        Ok(Err(courses_domain::NotReady::Store(error))) => {
             tracing::warn!(error = %error, "readiness check failed: the database did not answer");
-            (StatusCode::SERVICE_UNAVAILABLE, axum::Json(json!({ "status": "unavailable" }))).into_response()
+            unavailable("database_unavailable")
         }
         Err(_) => {
             tracing::warn!(timeout = ?READINESS_TIMEOUT, "readiness check failed: the database is too slow");
-            (StatusCode::SERVICE_UNAVAILABLE, axum::Json(json!({ "status": "unavailable" }))).into_response()
+            unavailable("database_too_slow")
         }
     }
 }

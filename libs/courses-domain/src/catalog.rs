@@ -6,7 +6,7 @@ use time::OffsetDateTime;
 
 use crate::IdempotencyKey;
 use crate::course::ChangeRefusal;
-use crate::store::{IdempotentInsert, Replaced, WriteError};
+use crate::store::{IdempotentInsert, Replaced, Unwritable, WriteError};
 use crate::{
     Course, CourseChanges, CourseId, CoursePage, CourseStore, CourseTitle, HistoryPage, NewCourse, PageCursor,
     PageSize, Provenance, StoreError,
@@ -93,6 +93,10 @@ pub enum CreateCourseError {
         /// The key.
         key: IdempotencyKey,
     },
+    /// The store cannot make writes durable now; retrying will not help until an operator acts.
+    /// Nothing was written.
+    #[error(transparent)]
+    Unwritable(Unwritable),
     /// The storage failed.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -132,6 +136,10 @@ pub enum UpdateCourseError {
         /// The version the course is at.
         current: u64,
     },
+    /// The store cannot make writes durable now; retrying will not help until an operator acts.
+    /// Nothing was written.
+    #[error(transparent)]
+    Unwritable(Unwritable),
     /// The storage failed (or the course kept changing under us).
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -156,9 +164,24 @@ pub enum ArchiveCourseError {
         /// The version the course is at.
         current: u64,
     },
+    /// The store cannot make writes durable now; retrying will not help until an operator acts.
+    /// Nothing was written.
+    #[error(transparent)]
+    Unwritable(Unwritable),
     /// The storage failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+/// Why [`Catalog::readiness`] says the catalog is not ready.
+#[derive(Debug, thiserror::Error)]
+pub enum NotReady {
+    /// Writes cannot be made durable (ADR 0026).
+    #[error(transparent)]
+    Unwritable(Unwritable),
+    /// The store did not answer a read.
+    #[error(transparent)]
+    Store(StoreError),
 }
 
 /// Why [`Catalog::get`] found nothing.
@@ -223,6 +246,7 @@ impl Catalog {
             .blocking(move |store| match store.insert(&course, &provenance) {
                 Ok(()) => Ok(course),
                 Err(WriteError::DuplicateTitle) => Err(CreateCourseError::DuplicateTitle { title }),
+                Err(WriteError::Unwritable(reason)) => Err(CreateCourseError::Unwritable(reason)),
                 Err(WriteError::Store(error)) => Err(error.into()),
             })
             .await??;
@@ -252,6 +276,7 @@ impl Catalog {
                     Ok(IdempotentInsert::Replayed(original)) => Ok(Created { course: original, replayed: true }),
                     Ok(IdempotentInsert::KeyReused) => Err(CreateCourseError::IdempotencyKeyReused { key }),
                     Err(WriteError::DuplicateTitle) => Err(CreateCourseError::DuplicateTitle { title }),
+                    Err(WriteError::Unwritable(reason)) => Err(CreateCourseError::Unwritable(reason)),
                     Err(WriteError::Store(error)) => Err(error.into()),
                 }
             })
@@ -311,6 +336,7 @@ impl Catalog {
                         Err(WriteError::DuplicateTitle) => {
                             return Err(UpdateCourseError::DuplicateTitle { title: next.title().clone() });
                         }
+                        Err(WriteError::Unwritable(reason)) => return Err(UpdateCourseError::Unwritable(reason)),
                         Err(WriteError::Store(error)) => return Err(error.into()),
                     }
                 }
@@ -358,6 +384,7 @@ impl Catalog {
                         Err(WriteError::DuplicateTitle) => {
                             return Err(StoreError::message("archiving reported a duplicate title").into());
                         }
+                        Err(WriteError::Unwritable(reason)) => return Err(ArchiveCourseError::Unwritable(reason)),
                         Err(WriteError::Store(error)) => return Err(error.into()),
                     }
                 }
@@ -407,6 +434,20 @@ impl Catalog {
             Ok(CoursePage { courses, next })
         })
         .await?
+    }
+
+    /// Whether the catalog can serve reads and make writes durable now (the backend's `/ready`):
+    /// the store must be writable ([`CourseStore::writable`]) and answer a read.
+    ///
+    /// # Errors
+    /// [`NotReady`] naming the reason.
+    pub async fn readiness(&self) -> Result<(), NotReady> {
+        self.blocking(|store| {
+            store.writable().map_err(NotReady::Unwritable)?;
+            store.count_active().map(|_| ()).map_err(NotReady::Store)
+        })
+        .await
+        .map_err(NotReady::Store)?
     }
 
     /// How busy the store's connection pool is (for metrics; does not touch the database).

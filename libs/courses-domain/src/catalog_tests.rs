@@ -56,6 +56,26 @@ impl TestDatabase {
     }
 }
 
+impl TestDatabase {
+    /// Runs `sql` on the database directly, as an older program or an operator would.
+    fn execute(&self, sql: &str) {
+        match self {
+            Self::Sqlite(folder) => {
+                let path = folder.path().join("nested/folder/cursos.db");
+                let mut connection =
+                    diesel::SqliteConnection::establish(&path.to_string_lossy()).expect("connect to the file");
+                connection.batch_execute(sql).expect("run the statements");
+            }
+            Self::Postgres(schema) => {
+                let mut connection = PgConnection::establish(&schema.url).expect("connect to PostgreSQL");
+                connection
+                    .batch_execute(&format!("SET search_path TO \"{}\", public; {sql}", schema.name))
+                    .expect("run the statements");
+            }
+        }
+    }
+}
+
 /// A uniquely named PostgreSQL schema, dropped with everything in it when the test ends (also
 /// when it fails).
 pub(crate) struct TestSchema {
@@ -122,6 +142,8 @@ on_both_stores! {
     async:
         a_created_course_is_active_and_readable_by_its_id,
         a_title_already_used_by_an_active_course_is_refused_case_and_spacing_aside,
+        every_spelling_that_displays_like_an_active_title_is_refused_as_a_duplicate,
+        keys_stored_under_the_previous_rule_are_recomputed_on_open_and_collide_with_new_titles,
         an_archived_courses_title_may_be_reused,
         a_partial_update_changes_only_the_given_field_and_bumps_the_version,
         an_update_with_nothing_to_change_is_refused,
@@ -286,6 +308,71 @@ async fn a_title_already_used_by_an_active_course_is_refused_case_and_spacing_as
     let refused = test.catalog.create(new_course("  arquitetura   DE software", 30), by()).await;
     assert!(matches!(refused, Err(CreateCourseError::DuplicateTitle { .. })), "{refused:?}");
     assert_eq!(test.catalog.count_active().await.expect("count"), 1, "nothing was written");
+}
+
+async fn every_spelling_that_displays_like_an_active_title_is_refused_as_a_duplicate(backend: Backend) {
+    let test = backend.open_catalog();
+    let cafe = test.catalog.create(new_course("Café", 12), by()).await.expect("created");
+    for spelling in ["Cafe\u{301}", "CAFÉ", "Ｃａｆé", "cafe\u{301}"] {
+        let refused = test.catalog.create(new_course(spelling, 30), by()).await;
+        assert!(matches!(refused, Err(CreateCourseError::DuplicateTitle { .. })), "{spelling:?}: {refused:?}");
+    }
+    let go = test.catalog.create(new_course("Go", 10), by()).await.expect("created");
+    let changes = CourseChanges { title: Some(title("Cafe\u{301}")), ..CourseChanges::default() };
+    let refused = test.catalog.update(go.id(), changes, by()).await;
+    assert!(matches!(refused, Err(UpdateCourseError::DuplicateTitle { .. })), "{refused:?}");
+    assert_eq!(test.catalog.count_active().await.expect("count"), 2, "nothing else was written");
+    assert_eq!(test.catalog.get(cafe.id()).await.expect("found").title().as_str(), "Café");
+}
+
+/// A database written by a program of the previous title rule (keys computed without
+/// normalization, titles with invisible characters accepted) is brought to today's rule when a
+/// store opens it: its keys collide with new titles as today's keys would, and its odd titles stay
+/// readable.
+async fn keys_stored_under_the_previous_rule_are_recomputed_on_open_and_collide_with_new_titles(backend: Backend) {
+    let database = TestDatabase::new(backend);
+    drop(database.open());
+    let legacy = [
+        ("00000000-0000-4000-8000-000000000001", "Cafe\u{301}", "cafe\u{301}", false),
+        ("00000000-0000-4000-8000-000000000002", "\u{202E}Rust", "\u{202E}rust", false),
+        ("00000000-0000-4000-8000-000000000003", "Curso X", "curso x", false),
+        ("00000000-0000-4000-8000-000000000004", "Curso\u{200B} X", "curso\u{200B} x", false),
+        ("00000000-0000-4000-8000-000000000005", "Go\u{FEFF}", "go\u{FEFF}", true),
+    ];
+    let rows: Vec<String> = legacy
+        .iter()
+        .map(|(id, title, key, archived)| {
+            format!(
+                "('{id}', '{title}', '{key}', 10, {archived}, 1, '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')"
+            )
+        })
+        .collect();
+    database.execute(&format!(
+        "INSERT INTO courses (id, title, title_key, workload_hours, archived, version, created_at, updated_at) \
+         VALUES {};
+         UPDATE title_key_rule SET version = 1;",
+        rows.join(", ")
+    ));
+    let catalog = database.open();
+    for (spelling, holder) in [("Café", 1), ("RUST", 2), ("curso x", 3)] {
+        let refused = catalog.create(new_course(spelling, 30), by()).await;
+        assert!(
+            matches!(refused, Err(CreateCourseError::DuplicateTitle { .. })),
+            "{spelling:?} vs {holder}: {refused:?}"
+        );
+    }
+    catalog.create(new_course("Go", 30), by()).await.expect("an archived course's title may be reused");
+    // Every legacy course is still readable, and the two that are now duplicates are both active.
+    for (id, title, _, archived) in legacy {
+        let course = catalog.get(CourseId::parse(id).expect("id")).await.expect("readable");
+        assert_eq!((course.title().as_str(), course.is_archived()), (title, archived));
+    }
+    let page = catalog.active_page(None, PageSize::default()).await.expect("page");
+    assert_eq!(page.courses.len(), 5, "four legacy courses and the new Go");
+    // A second open finds the keys at today's rule and leaves them.
+    let again = database.open();
+    let refused = again.create(new_course("CAFÉ", 1), by()).await;
+    assert!(matches!(refused, Err(CreateCourseError::DuplicateTitle { .. })), "{refused:?}");
 }
 
 async fn an_archived_courses_title_may_be_reused(backend: Backend) {
@@ -806,4 +893,88 @@ fn concurrent_writers_record_exactly_one_history_entry_per_accepted_write(backen
     for pair in history.entries.windows(2) {
         assert_eq!(pair[0].before.as_ref(), Some(&pair[1].after), "each entry starts where the previous ended");
     }
+}
+
+// ---- A SQLite file that cannot take durable writes (ADR 0026) ------------------------------------
+
+/// A catalog on a SQLite file in a fresh folder, with the file's path.
+fn sqlite_catalog() -> (tempfile::TempDir, std::path::PathBuf, Catalog) {
+    let folder = tempfile::tempdir().expect("temp dir");
+    let path = folder.path().join("cursos.db");
+    let catalog = Catalog::new(SqliteStore::open(&path).expect("open store"));
+    (folder, path, catalog)
+}
+
+fn remove_database_files(path: &std::path::Path) {
+    for suffix in ["", "-wal", "-shm"] {
+        let mut name = path.as_os_str().to_owned();
+        name.push(suffix);
+        let _ = std::fs::remove_file(name);
+    }
+}
+
+#[tokio::test]
+async fn a_database_file_deleted_while_open_refuses_writes_and_readiness_says_why() {
+    let (_folder, path, catalog) = sqlite_catalog();
+    let course = catalog.create(new_course("Rust", 10), by()).await.expect("created");
+    catalog.readiness().await.expect("ready while the file is in place");
+    remove_database_files(&path);
+    let refused = catalog.create(new_course("Go", 10), by()).await;
+    assert!(matches!(refused, Err(CreateCourseError::Unwritable(crate::Unwritable::FileReplaced))), "{refused:?}");
+    let changes = CourseChanges { workload_hours: Some(hours(20)), ..CourseChanges::default() };
+    let refused = catalog.update(course.id(), changes, by()).await;
+    assert!(matches!(refused, Err(UpdateCourseError::Unwritable(crate::Unwritable::FileReplaced))), "{refused:?}");
+    let refused = catalog.archive(course.id(), by()).await;
+    assert!(matches!(refused, Err(ArchiveCourseError::Unwritable(crate::Unwritable::FileReplaced))), "{refused:?}");
+    let readiness = catalog.readiness().await;
+    assert!(matches!(readiness, Err(crate::NotReady::Unwritable(crate::Unwritable::FileReplaced))), "{readiness:?}");
+}
+
+#[tokio::test]
+async fn a_database_file_replaced_while_open_refuses_writes_and_they_never_reach_either_file() {
+    let (folder, path, catalog) = sqlite_catalog();
+    catalog.create(new_course("Rust", 10), by()).await.expect("created");
+    // Another database put in its place (a restore, an operator's mistake).
+    let other = folder.path().join("other.db");
+    diesel::SqliteConnection::establish(&other.to_string_lossy())
+        .expect("create another file")
+        .batch_execute("CREATE TABLE other (x INTEGER)")
+        .expect("write it");
+    remove_database_files(&path);
+    std::fs::rename(&other, &path).expect("replace the file");
+    let refused = catalog.create(new_course("Go", 10), by()).await;
+    assert!(matches!(refused, Err(CreateCourseError::Unwritable(crate::Unwritable::FileReplaced))), "{refused:?}");
+    assert!(matches!(catalog.readiness().await, Err(crate::NotReady::Unwritable(crate::Unwritable::FileReplaced))));
+    drop(catalog);
+    let reopened = Catalog::new(SqliteStore::open(&path).expect("reopen"));
+    let titles: Vec<String> = reopened
+        .active_page(None, PageSize::default())
+        .await
+        .expect("page")
+        .courses
+        .iter()
+        .map(|course| course.title().as_str().to_owned())
+        .collect();
+    assert!(titles.is_empty(), "the refused write is nowhere: {titles:?}");
+}
+
+#[test]
+fn a_batch_committed_after_its_file_was_deleted_is_not_acknowledged() {
+    let folder = tempfile::tempdir().expect("temp dir");
+    let path = folder.path().join("cursos.db");
+    let store = SqliteStore::open(&path).expect("open store");
+    let commits_before = store.commits();
+    // The file passes the check before the batch, and is deleted while the batch writes.
+    let outcome = store.write_with(move |connection| {
+        remove_database_files(&path);
+        connection.batch_execute("UPDATE catalog_counters SET active_courses = active_courses")
+    });
+    assert_eq!(store.commits() - commits_before, 1, "SQLite committed, into the deleted file");
+    assert!(matches!(outcome, Err(crate::WriteError::Unwritable(crate::Unwritable::FileReplaced))), "{outcome:?}");
+}
+
+#[tokio::test]
+async fn a_postgresql_store_is_ready_when_it_answers() {
+    let database = TestDatabase::new(Backend::Postgres);
+    database.open().readiness().await.expect("ready");
 }

@@ -20,6 +20,7 @@ mod idempotency_key;
 mod page;
 mod postgres;
 mod sqlite;
+mod sqlite_file;
 mod sqlite_writer;
 mod store;
 mod workload_hours;
@@ -28,17 +29,17 @@ mod workload_hours;
 mod catalog_tests;
 
 pub use catalog::{
-    ArchiveCourseError, Catalog, CatalogObserver, CourseChange, CreateCourseError, Created, GetCourseError,
+    ArchiveCourseError, Catalog, CatalogObserver, CourseChange, CreateCourseError, Created, GetCourseError, NotReady,
     UpdateCourseError,
 };
 pub use course::{Course, CourseChanges, NewCourse};
 pub use course_id::{CourseId, CourseIdError};
-pub use course_title::{CourseTitle, CourseTitleError, comparison_key_of};
+pub use course_title::{CourseTitle, CourseTitleError, code_point, comparison_key_of};
 pub use history::{HistoryEntry, HistoryPage, Provenance};
 pub use idempotency_key::{IdempotencyKey, IdempotencyKeyError};
 pub use page::{CoursePage, PageCursor, PageCursorError, PageSize};
 pub use postgres::{CHANGES_CHANNEL, ChangeFollower, FOLLOW_POLL, OpenPostgresStoreError, PostgresStore, RemoteChange};
 pub use sqlite::{OpenStoreError, SqliteStore};
-pub use store::{CourseStore, IdempotentInsert, PoolStatus, Replaced, StoreError, WriteError};
+pub use store::{CourseStore, IdempotentInsert, PoolStatus, Replaced, StoreError, Unwritable, WriteError};
 pub use time::OffsetDateTime;
 pub use workload_hours::{WorkloadHours, WorkloadHoursError};

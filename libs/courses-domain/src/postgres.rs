@@ -90,6 +90,13 @@ mod schema {
     }
 
     diesel::table! {
+        title_key_rule (singleton) {
+            singleton -> Integer,
+            version -> BigInt,
+        }
+    }
+
+    diesel::table! {
         catalog_counters (singleton) {
             singleton -> Integer,
             active_courses -> BigInt,
@@ -97,7 +104,7 @@ mod schema {
     }
 }
 
-use schema::{catalog_counters, course_creations, course_history, courses};
+use schema::{catalog_counters, course_creations, course_history, courses, title_key_rule};
 
 /// Why [`PostgresStore::open`] failed. Its text never contains the database URL (which may hold a
 /// password).
@@ -223,7 +230,8 @@ impl PostgresStore {
                 connection.run_pending_migrations(MIGRATIONS).map(|_| ()).map_err(|error| {
                     // Carry the migration error out of diesel's transaction closure.
                     DieselError::QueryBuilderError(error)
-                })
+                })?;
+                bring_title_keys_to_rule(connection)
             })
             .map_err(|error| OpenPostgresStoreError::Migrate { source: error.into() })?;
         drop(connection);
@@ -300,7 +308,8 @@ impl CourseRow {
         let invalid = |_| StoreError::message("a stored course breaks the catalog's rules");
         Ok(Course::from_stored(
             CourseId::parse(&self.id).map_err(|_| StoreError::message("a stored course id is invalid"))?,
-            CourseTitle::parse(&self.title).map_err(|_| StoreError::message("a stored course title is invalid"))?,
+            CourseTitle::from_stored(self.title)
+                .map_err(|_| StoreError::message("a stored course title is invalid"))?,
             WorkloadHours::parse(i64::from(self.workload_hours))
                 .map_err(|_| StoreError::message("a stored workload is invalid"))?,
             self.archived,
@@ -805,6 +814,61 @@ impl CourseStore for PostgresStore {
         let mut seen = std::collections::HashSet::new();
         found.into_iter().filter(|row| seen.insert(row.id.clone())).take(limit).map(CourseRow::into_course).collect()
     }
+}
+
+/// Brings the stored title keys to today's comparison-key rule, in the transaction that migrated
+/// the database (ADR 0025): nothing to do when they are already at it.
+fn bring_title_keys_to_rule(connection: &mut PgConnection) -> Result<(), DieselError> {
+    use crate::course_title::{COMPARISON_KEY_RULE, StoredKey, plan_rekey, transient_key};
+
+    let version: i64 = title_key_rule::table.select(title_key_rule::version).get_result(connection)?;
+    if version >= COMPARISON_KEY_RULE {
+        if version > COMPARISON_KEY_RULE {
+            tracing::warn!(
+                version,
+                ours = COMPARISON_KEY_RULE,
+                "the title keys were computed by a newer rule than this program's"
+            );
+        }
+        return Ok(());
+    }
+    let stored: Vec<(String, String, String, bool)> = courses::table
+        .order(courses::position.asc())
+        .select((courses::id, courses::title, courses::title_key, courses::archived))
+        .load(connection)?;
+    let rekey = plan_rekey(stored.into_iter().map(|(id, title, key, archived)| StoredKey {
+        id,
+        title,
+        key,
+        active: !archived,
+    }));
+    // Two passes, so that no course takes a key another still holds.
+    for (id, _) in &rekey.changes {
+        diesel::update(courses::table.filter(courses::id.eq(id)))
+            .set(courses::title_key.eq(transient_key(id)))
+            .execute(connection)?;
+    }
+    for (id, key) in &rekey.changes {
+        diesel::update(courses::table.filter(courses::id.eq(id)))
+            .set(courses::title_key.eq(key))
+            .execute(connection)?;
+    }
+    diesel::update(title_key_rule::table).set(title_key_rule::version.eq(COMPARISON_KEY_RULE)).execute(connection)?;
+    for (course, earlier) in &rekey.duplicates {
+        tracing::warn!(
+            course,
+            same_title_as = earlier,
+            "two active courses have the same title under the title rule of ADR 0025: rename or archive one"
+        );
+    }
+    tracing::info!(
+        from = version,
+        to = COMPARISON_KEY_RULE,
+        changed = rekey.changes.len(),
+        duplicates = rekey.duplicates.len(),
+        "title keys recomputed"
+    );
+    Ok(())
 }
 
 #[cfg(test)]

@@ -18,8 +18,9 @@ use time::format_description::BorrowedFormatItem;
 use time::macros::format_description;
 use time::{OffsetDateTime, PrimitiveDateTime};
 
+use crate::sqlite_file::DatabaseFile;
 use crate::sqlite_writer::{WriteFailure, Writer};
-use crate::store::{IdempotentInsert, Replaced, WriteError};
+use crate::store::{IdempotentInsert, Replaced, Unwritable, WriteError};
 use crate::{
     Course, CourseId, CourseStore, CourseTitle, HistoryEntry, IdempotencyKey, PageCursor, Provenance, StoreError,
     WorkloadHours,
@@ -82,6 +83,13 @@ mod schema {
     }
 
     diesel::table! {
+        title_key_rule (singleton) {
+            singleton -> Integer,
+            version -> BigInt,
+        }
+    }
+
+    diesel::table! {
         catalog_counters (singleton) {
             singleton -> Integer,
             active_courses -> BigInt,
@@ -89,7 +97,7 @@ mod schema {
     }
 }
 
-use schema::{catalog_counters, course_creations, course_history, courses};
+use schema::{catalog_counters, course_creations, course_history, courses, title_key_rule};
 
 /// Why [`SqliteStore::open`] failed.
 #[derive(Debug, thiserror::Error)]
@@ -130,6 +138,8 @@ pub struct SqliteStore {
     pool: Pool<ConnectionManager<SqliteConnection>>,
     /// Writes: the one writer thread of this store, which commits them in batches.
     writer: Writer,
+    /// The file opened, to tell whether it can still take durable writes (ADR 0026).
+    file: std::sync::Arc<DatabaseFile>,
     path: PathBuf,
 }
 
@@ -196,14 +206,16 @@ impl SqliteStore {
                 connection.run_pending_migrations(MIGRATIONS).map(|_| ()).map_err(|error| {
                     // Carry the migration error out of diesel's transaction closure.
                     DieselError::QueryBuilderError(error)
-                })
+                })?;
+                bring_title_keys_to_rule(connection)
             })
             .map_err(|error| OpenStoreError::Migrate { path: path.to_owned(), source: error.into() })?;
         drop(connection);
-        let writer =
-            Writer::start(path, ConnectionSettings { busy_timeout }).map_err(|error| open_error(error.into()))?;
+        let file = std::sync::Arc::new(DatabaseFile::opened(path).map_err(|error| open_error(error.into()))?);
+        let writer = Writer::start(path, std::sync::Arc::clone(&file), ConnectionSettings { busy_timeout })
+            .map_err(|error| open_error(error.into()))?;
         tracing::debug!(path = %path.display(), "course store opened");
-        Ok(Self { pool, writer, path: path.to_owned() })
+        Ok(Self { pool, writer, file, path: path.to_owned() })
     }
 
     /// The database file.
@@ -223,11 +235,33 @@ impl SqliteStore {
         F: FnOnce(&mut SqliteConnection) -> Result<T, DieselError> + Send + 'static,
     {
         self.writer.write(work).map_err(|failure| match failure {
+            // A statement that failed for lack of room or of write permission fails the same way
+            // at every retry: say so.
+            WriteFailure::Statement(error @ DieselError::DatabaseError(kind, _))
+                if kind != DatabaseErrorKind::UniqueViolation =>
+            {
+                match self.file.has_room() {
+                    Err(reason) => WriteError::Unwritable(reason),
+                    Ok(()) => write_error(context, error),
+                }
+            }
             WriteFailure::Statement(error) => write_error(context, error),
+            WriteFailure::Unwritable(reason) => WriteError::Unwritable(reason),
             WriteFailure::Batch(error) => WriteError::Store(StoreError::new(context, error)),
             WriteFailure::Connection(error) => WriteError::Store(StoreError::new(context, error)),
             WriteFailure::WriterGone => WriteError::Store(StoreError::message("the database writer stopped")),
         })
+    }
+
+    /// Runs `work` as one write through the writer, as `insert` and `replace` do (tests of what
+    /// happens to the file during a batch).
+    #[cfg(test)]
+    pub(crate) fn write_with<T, F>(&self, work: F) -> Result<T, WriteError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut SqliteConnection) -> Result<T, DieselError> + Send + 'static,
+    {
+        self.write("a test write", work)
     }
 
     /// Transactions the writer committed so far (each holds one or more writes).
@@ -278,7 +312,8 @@ impl CourseRow {
         let invalid = |_| StoreError::message("a stored course breaks the catalog's rules");
         Ok(Course::from_stored(
             CourseId::parse(&self.id).map_err(|_| StoreError::message("a stored course id is invalid"))?,
-            CourseTitle::parse(&self.title).map_err(|_| StoreError::message("a stored course title is invalid"))?,
+            CourseTitle::from_stored(self.title)
+                .map_err(|_| StoreError::message("a stored course title is invalid"))?,
             WorkloadHours::parse(i64::from(self.workload_hours))
                 .map_err(|_| StoreError::message("a stored workload is invalid"))?,
             self.archived,
@@ -578,6 +613,12 @@ impl CourseStore for SqliteStore {
         true
     }
 
+    /// The file is still the one opened, it, its WAL and its folder can be written, and its disk
+    /// has room (ADR 0026).
+    fn writable(&self) -> Result<(), Unwritable> {
+        self.file.has_room()
+    }
+
     fn pool_status(&self) -> crate::PoolStatus {
         let state = self.pool.state();
         crate::PoolStatus {
@@ -648,4 +689,59 @@ impl CourseStore for SqliteStore {
         let mut seen = std::collections::HashSet::new();
         found.into_iter().filter(|row| seen.insert(row.id.clone())).take(limit).map(CourseRow::into_course).collect()
     }
+}
+
+/// Brings the stored title keys to today's comparison-key rule, in the transaction that migrated
+/// the database (ADR 0025): nothing to do when they are already at it.
+fn bring_title_keys_to_rule(connection: &mut SqliteConnection) -> Result<(), DieselError> {
+    use crate::course_title::{COMPARISON_KEY_RULE, StoredKey, plan_rekey, transient_key};
+
+    let version: i64 = title_key_rule::table.select(title_key_rule::version).get_result(connection)?;
+    if version >= COMPARISON_KEY_RULE {
+        if version > COMPARISON_KEY_RULE {
+            tracing::warn!(
+                version,
+                ours = COMPARISON_KEY_RULE,
+                "the title keys were computed by a newer rule than this program's"
+            );
+        }
+        return Ok(());
+    }
+    let stored: Vec<(String, String, String, bool)> = courses::table
+        .order(courses::position.asc())
+        .select((courses::id, courses::title, courses::title_key, courses::archived))
+        .load(connection)?;
+    let rekey = plan_rekey(stored.into_iter().map(|(id, title, key, archived)| StoredKey {
+        id,
+        title,
+        key,
+        active: !archived,
+    }));
+    // Two passes, so that no course takes a key another still holds.
+    for (id, _) in &rekey.changes {
+        diesel::update(courses::table.filter(courses::id.eq(id)))
+            .set(courses::title_key.eq(transient_key(id)))
+            .execute(connection)?;
+    }
+    for (id, key) in &rekey.changes {
+        diesel::update(courses::table.filter(courses::id.eq(id)))
+            .set(courses::title_key.eq(key))
+            .execute(connection)?;
+    }
+    diesel::update(title_key_rule::table).set(title_key_rule::version.eq(COMPARISON_KEY_RULE)).execute(connection)?;
+    for (course, earlier) in &rekey.duplicates {
+        tracing::warn!(
+            course,
+            same_title_as = earlier,
+            "two active courses have the same title under the title rule of ADR 0025: rename or archive one"
+        );
+    }
+    tracing::info!(
+        from = version,
+        to = COMPARISON_KEY_RULE,
+        changed = rekey.changes.len(),
+        duplicates = rekey.duplicates.len(),
+        "title keys recomputed"
+    );
+    Ok(())
 }

@@ -21,6 +21,9 @@ use diesel::r2d2::CustomizeConnection;
 use diesel::result::Error as DieselError;
 use diesel::sqlite::SqliteConnection;
 
+use crate::sqlite_file::DatabaseFile;
+use crate::store::Unwritable;
+
 /// The most writes committed by one transaction.
 const MAX_BATCH: usize = 256;
 
@@ -36,6 +39,9 @@ pub(crate) enum WriteFailure {
     Connection(Arc<diesel::ConnectionError>),
     /// The writer thread is gone (it panicked): nothing was written.
     WriterGone,
+    /// The database file cannot take durable writes (deleted, replaced, read-only, disk full):
+    /// nothing of the batch was acknowledged (ADR 0026).
+    Unwritable(Unwritable),
 }
 
 /// Counters of the writer, for tests and operators.
@@ -62,6 +68,7 @@ impl Writer {
     /// the first batch, with the same settings as the pool's.
     pub(crate) fn start(
         path: &Path,
+        file: Arc<DatabaseFile>,
         settings: impl CustomizeConnection<SqliteConnection, diesel::r2d2::Error> + 'static,
     ) -> std::io::Result<Self> {
         let (jobs, queue) = mpsc::channel::<Box<dyn Job>>();
@@ -70,7 +77,7 @@ impl Writer {
         let thread_stats = Arc::clone(&stats);
         std::thread::Builder::new()
             .name("sqlite-writer".into())
-            .spawn(move || run(&database, &settings, &queue, &thread_stats))?;
+            .spawn(move || run(&database, &file, &settings, &queue, &thread_stats))?;
         Ok(Self { jobs, stats })
     }
 
@@ -126,6 +133,7 @@ where
         let outcome = match (failure, self.done) {
             (Some(WriteFailure::Batch(error)), _) => Err(WriteFailure::Batch(Arc::clone(error))),
             (Some(WriteFailure::Connection(error)), _) => Err(WriteFailure::Connection(Arc::clone(error))),
+            (Some(WriteFailure::Unwritable(reason)), _) => Err(WriteFailure::Unwritable(*reason)),
             (Some(_), _) | (None, None) => Err(WriteFailure::WriterGone),
             (None, Some(Ok(value))) => Ok(value),
             (None, Some(Err(error))) => Err(WriteFailure::Statement(error)),
@@ -138,6 +146,7 @@ where
 /// The writer thread: one batch per transaction until every handle is dropped.
 fn run(
     database: &str,
+    file: &DatabaseFile,
     settings: &dyn CustomizeConnection<SqliteConnection, diesel::r2d2::Error>,
     queue: &mpsc::Receiver<Box<dyn Job>>,
     stats: &WriterStats,
@@ -153,13 +162,26 @@ fn run(
         }
         stats.writing.store(batch.len(), Ordering::SeqCst);
         stats.queued.fetch_sub(batch.len(), Ordering::SeqCst);
+        // Before writing: a file deleted, replaced or made read-only would swallow or refuse the
+        // batch. (Disk space is not checked here: SQLite says when it runs out.)
+        if let Err(reason) = file.is_writable() {
+            tracing::error!(writes = batch.len(), %reason, "a batch of writes refused: the database cannot take them");
+            let failure = WriteFailure::Unwritable(reason);
+            stats.writing.store(0, Ordering::SeqCst);
+            batch.into_iter().for_each(|job| job.finish(Some(&failure)));
+            slot = None;
+            continue;
+        }
         let connection = match slot.as_mut() {
             Some(connection) => connection,
             None => match open(database, settings) {
                 Ok(fresh) => slot.insert(fresh),
                 Err(error) => {
                     tracing::error!(%error, "the database writer cannot open its connection");
-                    let failure = WriteFailure::Connection(Arc::new(error));
+                    let failure = match file.has_room() {
+                        Err(reason) => WriteFailure::Unwritable(reason),
+                        Ok(()) => WriteFailure::Connection(Arc::new(error)),
+                    };
                     stats.writing.store(0, Ordering::SeqCst);
                     batch.into_iter().for_each(|job| job.finish(Some(&failure)));
                     continue;
@@ -175,11 +197,20 @@ fn run(
         let failure = match committed {
             Ok(Ok(())) => {
                 stats.commits.fetch_add(1, Ordering::Relaxed);
-                None
+                // After the commit, before any acknowledgement: if the path no longer names the
+                // file written to, the batch is in a file no restart will open. Not durable, so
+                // not acknowledged.
+                file.is_still_in_place().err().map(|reason| {
+                    tracing::error!(writes = batch.len(), %reason, "a committed batch is not durable: none is acknowledged");
+                    WriteFailure::Unwritable(reason)
+                })
             }
             Ok(Err(error)) => {
                 tracing::error!(%error, writes = batch.len(), "a batch of writes failed: none was written");
-                Some(WriteFailure::Batch(Arc::new(error)))
+                Some(match file.has_room() {
+                    Err(reason) => WriteFailure::Unwritable(reason),
+                    Ok(()) => WriteFailure::Batch(Arc::new(error)),
+                })
             }
             Err(_) => {
                 tracing::error!(writes = batch.len(), "a batch of writes panicked: none was written");

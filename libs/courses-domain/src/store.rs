@@ -32,12 +32,45 @@ impl StoreError {
     }
 }
 
+/// Why a store cannot make a write durable now, and will not until an operator acts: retrying
+/// does not help (ADR 0026). The store logs the cause (path, system error); this says only what
+/// an operator must fix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum Unwritable {
+    /// The database file was deleted, or another file put in its place, while the store had it
+    /// open: what it would write would not be in the file a restart opens.
+    #[error("the database file was deleted or replaced while the server had it open")]
+    FileReplaced,
+    /// The database file, its journal or its folder cannot be written (read-only, immutable, or a
+    /// read-only file system).
+    #[error("the database file or its folder cannot be written")]
+    ReadOnly,
+    /// The file system holding the database has no room left.
+    #[error("the disk holding the database is full")]
+    DiskFull,
+}
+
+impl Unwritable {
+    /// A short, stable name for operators' probes and metrics.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::FileReplaced => "database_file_replaced",
+            Self::ReadOnly => "database_read_only",
+            Self::DiskFull => "disk_full",
+        }
+    }
+}
+
 /// Why a store did not write a course.
 #[derive(Debug, thiserror::Error)]
 pub enum WriteError {
     /// Another active course already has this title's comparison key.
     #[error("an active course already has this title")]
     DuplicateTitle,
+    /// The store cannot make writes durable now: nothing was written (ADR 0026).
+    #[error(transparent)]
+    Unwritable(Unwritable),
     /// The storage failed.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -158,6 +191,16 @@ pub trait CourseStore: Send + Sync + std::fmt::Debug + 'static {
     /// never wait for a writer. The default, false, suits any store behind a network.
     fn reads_inline(&self) -> bool {
         false
+    }
+
+    /// Whether a write made now could be made durable: `Err` names what an operator must fix
+    /// (ADR 0026). Blocking, and cheap (a few system calls, no write). The default, for a store
+    /// behind a network that reports these failures itself, is always `Ok`.
+    ///
+    /// # Errors
+    /// [`Unwritable`] naming the reason.
+    fn writable(&self) -> Result<(), Unwritable> {
+        Ok(())
     }
 
     /// How busy the connection pool is (cheap; never blocks on the database). A store without a

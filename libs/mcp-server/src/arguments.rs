@@ -5,6 +5,7 @@
 
 use courses_domain::{
     CourseChanges, CourseId, CourseTitle, CourseTitleError, IdempotencyKey, NewCourse, PageCursor, WorkloadHours,
+    code_point,
 };
 use rmcp::model::JsonObject;
 use serde_json::Value;
@@ -185,10 +186,17 @@ fn title(value: &Value, errors: &mut Vec<String>) -> Option<CourseTitle> {
                     "Campo 'titulo' tem {chars} caracteres; o máximo é {} (sem contar espaços nas pontas).",
                     CourseTitle::MAX_CHARS
                 ),
-                CourseTitleError::ControlCharacter => {
-                    "Campo 'titulo' não pode conter caracteres de controle (quebras de linha, tabulações e afins)."
-                        .to_owned()
-                }
+                CourseTitleError::ControlCharacter { character } => format!(
+                    "Campo 'titulo' não pode conter caracteres de controle (quebras de linha, tabulações e afins): \
+                     o título contém {}.",
+                    code_point(character)
+                ),
+                CourseTitleError::InvisibleCharacter { character } => format!(
+                    "Campo 'titulo' não pode conter caracteres invisíveis ou de controle de direção (espaços de \
+                     largura zero, BOM, marcas e sobreposições de direção e afins): o título contém {}. \
+                     Escreva o título só com caracteres visíveis.",
+                    code_point(character)
+                ),
             });
         })
         .ok()
@@ -290,6 +298,10 @@ mod tests {
         assert!(create_error(json!({"titulo": "  ", "cargaHoraria": 1})).contains("'titulo' não pode ficar vazio"));
         assert!(create_error(json!({"titulo": "a".repeat(201), "cargaHoraria": 1})).contains("tem 201 caracteres"));
         assert!(create_error(json!({"titulo": "a\nb", "cargaHoraria": 1})).contains("caracteres de controle"));
+        let invisible = create_error(json!({"titulo": "Curso \u{202E}exe.pdf", "cargaHoraria": 1}));
+        assert!(invisible.contains("caracteres invisíveis ou de controle de direção") && invisible.contains("U+202E"));
+        assert!(create_error(json!({"titulo": "\u{200B}", "cargaHoraria": 1})).contains("U+200B"));
+        assert!(create_error(json!({"titulo": "a\u{2028}b", "cargaHoraria": 1})).contains("U+2028"));
         for hours in [json!("12"), json!(12.5), json!(true), json!([12]), json!({"horas": 12})] {
             assert!(
                 create_error(json!({"titulo": "Rust", "cargaHoraria": hours})).contains("número inteiro"),

@@ -7,7 +7,9 @@
 //! - An unknown or malformed resource URI is a resource-not-found protocol error with the URI in
 //!   `data` (the SDK sends -32002 up to 2025-11-25 and -32602 from 2026-07-28).
 
-use courses_domain::{ArchiveCourseError, Course, CreateCourseError, Created, GetCourseError, UpdateCourseError};
+use courses_domain::{
+    ArchiveCourseError, Course, CreateCourseError, Created, GetCourseError, Unwritable, UpdateCourseError,
+};
 use rmcp::ErrorData as McpError;
 use rmcp::model::{CallToolResult, ContentBlock, Resource};
 use serde_json::json;
@@ -51,6 +53,7 @@ fn create_refusal(error: CreateCourseError) -> CallToolResult {
              Use uma chave nova para um pedido novo.",
             key.as_str().chars().take(40).collect::<String>()
         )),
+        CreateCourseError::Unwritable(reason) => unwritable(reason),
         CreateCourseError::Store(error) => internal_tool_error(&error),
     }
 }
@@ -70,6 +73,7 @@ pub(crate) fn updated(outcome: Result<Course, UpdateCourseError>) -> CallToolRes
         Err(UpdateCourseError::StaleVersion { id, expected, current }) => {
             refused(&stale_version(&id.to_string(), expected, current))
         }
+        Err(UpdateCourseError::Unwritable(reason)) => unwritable(reason),
         Err(UpdateCourseError::Store(error)) => internal_tool_error(&error),
     }
 }
@@ -82,6 +86,7 @@ pub(crate) fn archived(outcome: Result<Course, ArchiveCourseError>) -> CallToolR
         Err(ArchiveCourseError::StaleVersion { id, expected, current }) => {
             refused(&stale_version(&id.to_string(), expected, current))
         }
+        Err(ArchiveCourseError::Unwritable(reason)) => unwritable(reason),
         Err(ArchiveCourseError::Store(error)) => internal_tool_error(&error),
     }
 }
@@ -152,6 +157,23 @@ pub(crate) fn internal_protocol_error(error: impl std::error::Error) -> McpError
 pub(crate) fn internal_protocol_error_text(error: String) -> McpError {
     tracing::error!(%error, "internal error while serving a request");
     McpError::internal_error("Erro interno do servidor.", None)
+}
+
+/// The store cannot make writes durable (ADR 0026): the client is told why and that retrying will
+/// not help until the server's operator acts; the store already logged the cause (with the path).
+fn unwritable(reason: Unwritable) -> CallToolResult {
+    tracing::error!(%reason, "a write was refused: the catalog cannot make writes durable");
+    let why = match reason {
+        Unwritable::FileReplaced => {
+            "o arquivo do banco de dados foi apagado ou substituído enquanto o servidor estava em execução"
+        }
+        Unwritable::ReadOnly => "o banco de dados está somente para leitura",
+        Unwritable::DiskFull => "o disco do banco de dados está cheio",
+    };
+    refused(&format!(
+        "O catálogo não pode gravar alterações agora: {why}. Nada foi alterado. Repetir o pedido não resolve \
+         até que o operador do servidor corrija o problema; as leituras continuam disponíveis."
+    ))
 }
 
 fn internal_tool_error(error: &(impl std::error::Error + ?Sized)) -> CallToolResult {

@@ -87,7 +87,7 @@ Siga este roteiro:\n\
 1. Leia o recurso cursos://catalogo (e as páginas seguintes, pelo URI em proximaPagina) para conhecer os cursos ativos.\n\
 2. Verifique se já existe um curso ativo com o mesmo título, sem diferenciar maiúsculas nem espaços extras. Se existir, \
 não crie outro: avise o usuário e mostre o curso existente.\n\
-3. Valide os dados: o título deve ter de 1 a 200 caracteres, sem quebras de linha nem outros caracteres de controle; \
+3. Valide os dados: o título deve ter de 1 a 200 caracteres, sem quebras de linha nem outros caracteres de controle ou invisíveis; \
 a carga horária deve ser um número inteiro de 1 a 1000 horas. Se algo estiver inválido, peça a correção ao usuário.\n\
 4. Chame a ferramenta criar_curso com os argumentos titulo (texto) e cargaHoraria (número inteiro).\n\
 5. Confirme o resultado ao usuário: mostre o id, o título, a carga horária e o link cursos://<id> do curso criado; \

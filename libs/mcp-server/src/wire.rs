@@ -194,7 +194,7 @@ fn rfc3339(instant: OffsetDateTime) -> String {
 #[schemars(deny_unknown_fields)]
 #[allow(dead_code, reason = "only its JSON Schema is used")]
 pub(crate) struct CreateCourseArguments {
-    /// Título do curso: texto de 1 a 200 caracteres, sem quebras de linha ou outros caracteres de controle.
+    /// Título do curso: texto de 1 a 200 caracteres, sem quebras de linha, outros caracteres de controle ou invisíveis.
     /// Deve ser diferente do título de todo curso ativo (comparação sem diferenciar maiúsculas nem espaços extras).
     titulo: String,
     /// Carga horária em horas inteiras, de 1 a 1000 (um número, não um texto).
@@ -215,7 +215,7 @@ pub(crate) struct UpdateCourseArguments {
     /// Id (UUID) do curso a alterar, como aparece em `cursos://catalogo` ou no resultado de `criar_curso`.
     #[schemars(extend("format" = "uuid"))]
     id: String,
-    /// Novo título (opcional): 1 a 200 caracteres, sem caracteres de controle, único entre os cursos ativos.
+    /// Novo título (opcional): 1 a 200 caracteres, sem caracteres de controle ou invisíveis, único entre os ativos.
     titulo: Option<String>,
     /// Nova carga horária (opcional), em horas inteiras de 1 a 1000.
     #[serde(rename = "cargaHoraria")]

@@ -354,6 +354,10 @@ async fn criar_curso_refuses_invalid_input_naming_the_field_and_writes_nothing()
             (json!({"titulo": "   ", "cargaHoraria": 10}), "'titulo' não pode ficar vazio"),
             (json!({"titulo": "x".repeat(201), "cargaHoraria": 10}), "o máximo é 200"),
             (json!({"titulo": "Rust\nAvançado", "cargaHoraria": 10}), "caracteres de controle"),
+            (json!({"titulo": "Rust\u{2028}Avançado", "cargaHoraria": 10}), "U+2028"),
+            (json!({"titulo": "\u{200B}", "cargaHoraria": 10}), "caracteres invisíveis ou de controle de direção"),
+            (json!({"titulo": "\u{FEFF}", "cargaHoraria": 10}), "U+FEFF"),
+            (json!({"titulo": "Curso \u{202E}fdp.exe", "cargaHoraria": 10}), "U+202E"),
             (json!({"titulo": 42, "cargaHoraria": 10}), "'titulo' deve ser um texto"),
             (json!({"titulo": "Rust", "cargaHoraria": "doze"}), "'cargaHoraria' deve ser um número inteiro"),
             (json!({"titulo": "Rust", "cargaHoraria": 1.5}), "'cargaHoraria' deve ser um número inteiro"),
@@ -378,7 +382,13 @@ async fn criar_curso_refuses_a_title_an_active_course_already_has() {
         let result =
             harness.call("criar_curso", json!({"titulo": "ARQUITETURA  de software", "cargaHoraria": 40})).await;
         assert_refused(&result, "Já existe um curso ativo com o título");
-        assert_eq!(harness.catalog_total().await, 1, "{era:?}");
+        // "Café" composed, then decomposed and full-width: one title (ADR 0025).
+        harness.create("Café", 12).await;
+        for spelling in ["Cafe\u{301}", "ＣＡＦÉ"] {
+            let result = harness.call("criar_curso", json!({"titulo": spelling, "cargaHoraria": 40})).await;
+            assert_refused(&result, "Já existe um curso ativo com o título");
+        }
+        assert_eq!(harness.catalog_total().await, 2, "{era:?}");
     }
 }
 

@@ -1,0 +1,1 @@
+DROP TABLE title_key_rule;

@@ -1,0 +1,231 @@
+//! A database file that cannot take durable writes (ADR 0026): deleted or replaced while the
+//! backend runs, made read-only, or on a full disk. Writes are refused with a message that says
+//! retrying will not help (and no path), `/ready` answers 503 naming the reason, and after a restart
+//! every acknowledged write is there.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use rmcp::model::{CallToolRequestParams, ReadResourceRequestParams};
+use serde_json::{Value, json};
+
+use crate::support::{Backend, Client, Era, PATIENCE, fresh_database, start_backend};
+
+const KEY: &str = "chave-de-teste-da-durabilidade";
+
+/// What the server says when retrying cannot help.
+const WILL_NOT_HELP: &str = "Repetir o pedido não resolve";
+
+/// The outcome of one `criar_curso`: the course's id when acknowledged, the refusal's text otherwise.
+async fn create(client: &Client, title: &str) -> Result<String, String> {
+    let arguments = json!({ "titulo": title, "cargaHoraria": 10 }).as_object().cloned().expect("object");
+    let call = client.call_tool(CallToolRequestParams::new("criar_curso").with_arguments(arguments));
+    let result = json!(tokio::time::timeout(PATIENCE, call).await.expect("answered in time").expect("a tool result"));
+    if result["isError"] == true {
+        Err(result["content"][0]["text"].as_str().unwrap_or_default().to_owned())
+    } else {
+        Ok(result["structuredContent"]["id"].as_str().expect("id").to_owned())
+    }
+}
+
+/// The ids of every active course (one page is enough for these tests).
+async fn catalog_ids(client: &Client) -> Vec<String> {
+    let read = client.read_resource(ReadResourceRequestParams::new("cursos://catalogo"));
+    let result = json!(tokio::time::timeout(PATIENCE, read).await.expect("answered in time").expect("catalog"));
+    let catalog: Value = serde_json::from_str(result["contents"][0]["text"].as_str().expect("text")).expect("JSON");
+    catalog["cursos"]
+        .as_array()
+        .expect("cursos")
+        .iter()
+        .map(|course| course["id"].as_str().expect("id").to_owned())
+        .collect()
+}
+
+/// `GET /ready`: the status code and the JSON body.
+async fn ready(backend: &Backend) -> (u16, Value) {
+    let response = reqwest::get(format!("{}/ready", backend.base_url)).await.expect("/ready");
+    let status = response.status().as_u16();
+    (status, response.json().await.expect("/ready JSON"))
+}
+
+/// Five writes while the file cannot take them: every one refused, saying why and that retrying
+/// will not help, never naming the file.
+async fn five_writes_are_refused(client: &Client, database: &Path, why: &str) {
+    let folder = database.parent().expect("folder").to_string_lossy().into_owned();
+    for attempt in 0..5 {
+        let refusal = create(client, &format!("Recusado {attempt}")).await.expect_err("refused");
+        assert!(refusal.contains(why) && refusal.contains(WILL_NOT_HELP), "{refusal}");
+        assert!(!refusal.contains("Tente novamente em instantes"), "{refusal}");
+        assert!(!refusal.contains(&folder) && !refusal.contains("cursos.db"), "no path in {refusal}");
+    }
+}
+
+fn remove_database_files(database: &Path) {
+    for suffix in ["", "-wal", "-shm"] {
+        let mut name = database.as_os_str().to_owned();
+        name.push(suffix);
+        let _ = std::fs::remove_file(name);
+    }
+}
+
+fn is_root() -> bool {
+    Command::new("id").arg("-u").output().is_ok_and(|output| output.stdout.trim_ascii() == b"0")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_file_deleted_while_running_refuses_writes_fails_readiness_and_acknowledges_nothing_lost() {
+    let (_folder, database) = fresh_database();
+    let backend = start_backend(&database, Some(KEY)).await;
+    let client = backend.client(Era::Initialize).await;
+    create(&client, "Antes").await.expect("acknowledged");
+    assert_eq!(ready(&backend).await.0, 200);
+
+    remove_database_files(&database);
+    five_writes_are_refused(&client, &database, "apagado ou substituído").await;
+    let (status, body) = ready(&backend).await;
+    assert_eq!((status, body["reason"].as_str()), (503, Some("database_file_replaced")), "{body}");
+    assert!(!body.to_string().contains("cursos.db"), "no path in {body}");
+    assert!(backend.stderr.all().contains("cursos.db"), "the log names the file");
+    drop(client);
+    backend.stop().await;
+
+    // The restart opens a new, empty file: no write after the deletion was acknowledged, so none is missing.
+    let restarted = start_backend(&database, Some(KEY)).await;
+    let client = restarted.client(Era::Initialize).await;
+    assert_eq!(catalog_ids(&client).await, Vec::<String>::new());
+    assert_eq!(ready(&restarted).await.0, 200);
+    drop(client);
+    restarted.stop().await;
+}
+
+/// Makes a file unwritable for this process: `chattr +i` as root (root ignores permission bits),
+/// `chmod a-w` otherwise. Undone on drop.
+struct ReadOnly {
+    path: PathBuf,
+    immutable: bool,
+}
+
+impl ReadOnly {
+    fn set(path: &Path) -> Self {
+        let immutable = is_root();
+        let status = if immutable {
+            Command::new("chattr").arg("+i").arg(path).status().expect("chattr")
+        } else {
+            Command::new("chmod").arg("a-w").arg(path).status().expect("chmod")
+        };
+        assert!(status.success(), "cannot make {} read-only (immutable: {immutable})", path.display());
+        Self { path: path.to_owned(), immutable }
+    }
+}
+
+impl Drop for ReadOnly {
+    fn drop(&mut self) {
+        let _ = if self.immutable {
+            Command::new("chattr").arg("-i").arg(&self.path).status()
+        } else {
+            Command::new("chmod").arg("u+w").arg(&self.path).status()
+        };
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_database_refuses_writes_and_fails_readiness_until_it_is_writable_again() {
+    let (_folder, database) = fresh_database();
+    let backend = start_backend(&database, Some(KEY)).await;
+    let client = backend.client(Era::Initialize).await;
+    let mut acknowledged = vec![create(&client, "Antes").await.expect("acknowledged")];
+
+    let read_only = ReadOnly::set(&database);
+    five_writes_are_refused(&client, &database, "somente para leitura").await;
+    let (status, body) = ready(&backend).await;
+    assert_eq!((status, body["reason"].as_str()), (503, Some("database_read_only")), "{body}");
+
+    drop(read_only);
+    assert_eq!(ready(&backend).await.0, 200, "ready again once the file is writable");
+    acknowledged.push(create(&client, "Depois").await.expect("acknowledged again"));
+    drop(client);
+    backend.stop().await;
+
+    let restarted = start_backend(&database, Some(KEY)).await;
+    let client = restarted.client(Era::Initialize).await;
+    assert_eq!(catalog_ids(&client).await, acknowledged, "every acknowledged write, and only those");
+    drop(client);
+    restarted.stop().await;
+}
+
+/// A small tmpfs mounted on a folder (root only), unmounted on drop.
+struct SmallDisk {
+    folder: PathBuf,
+}
+
+impl SmallDisk {
+    fn mount(folder: &Path) -> Self {
+        std::fs::create_dir_all(folder).expect("mount point");
+        let status =
+            Command::new("mount").args(["-t", "tmpfs", "-o", "size=8m", "tmpfs"]).arg(folder).status().expect("mount");
+        assert!(status.success(), "cannot mount a tmpfs on {}", folder.display());
+        Self { folder: folder.to_owned() }
+    }
+
+    /// Fills the disk with one file until the file system refuses more.
+    fn fill(&self) -> PathBuf {
+        use std::io::Write as _;
+        let filler = self.folder.join("filler");
+        let mut file = std::fs::File::create(&filler).expect("filler");
+        let block = vec![0_u8; 64 * 1024];
+        while file.write_all(&block).is_ok() {}
+        let _ = file.write_all(&[0]);
+        filler
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.folder).status();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_disk_fails_readiness_refuses_what_it_cannot_store_and_loses_nothing_acknowledged() {
+    if !is_root() {
+        // Mounting a small file system needs root; CI runs as root. Nothing else simulates a full
+        // disk without writing the machine's own disk full.
+        eprintln!("not root: the full-disk test needs to mount a tmpfs; not run");
+        return;
+    }
+    let folder = tempfile::tempdir().expect("temp dir");
+    let disk = SmallDisk::mount(&folder.path().join("disk"));
+    let database = folder.path().join("disk/cursos.db");
+    let backend = start_backend(&database, Some(KEY)).await;
+    let client = backend.client(Era::Initialize).await;
+    let mut acknowledged = vec![create(&client, "Antes").await.expect("acknowledged")];
+
+    let filler = disk.fill();
+    let (status, body) = ready(&backend).await;
+    assert_eq!((status, body["reason"].as_str()), (503, Some("disk_full")), "{body}");
+    let mut refused = 0;
+    for attempt in 0..5 {
+        match create(&client, &format!("Durante {attempt}")).await {
+            // SQLite may still fit a write in WAL space it already has: then it is durable.
+            Ok(id) => acknowledged.push(id),
+            Err(refusal) => {
+                assert!(refusal.contains("disco") && refusal.contains(WILL_NOT_HELP), "{refusal}");
+                refused += 1;
+            }
+        }
+    }
+    assert!(refused > 0, "a full disk refused nothing");
+
+    std::fs::remove_file(filler).expect("free the disk");
+    assert_eq!(ready(&backend).await.0, 200, "ready again once there is room");
+    acknowledged.push(create(&client, "Depois").await.expect("acknowledged again"));
+    drop(client);
+    backend.stop().await;
+
+    let restarted = start_backend(&database, Some(KEY)).await;
+    let client = restarted.client(Era::Initialize).await;
+    assert_eq!(catalog_ids(&client).await, acknowledged, "every acknowledged write, and only those");
+    drop(client);
+    restarted.stop().await;
+    drop(disk);
+}
