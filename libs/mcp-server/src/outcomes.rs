@@ -202,7 +202,7 @@ fn success(course: &Course, summary: &str) -> CallToolResult {
 
 fn duplicate_title(title: &str) -> String {
     format!(
-        "Já existe um curso ativo com o título \"{title}\" (títulos são comparados sem diferenciar maiúsculas nem espaços extras). \
+        "Já existe um curso ativo com o título \"{title}\" (títulos são comparados sem diferenciar maiúsculas, espaços extras, caracteres invisíveis nem grafias Unicode equivalentes). \
          Escolha outro 'titulo' ou altere o curso existente com atualizar_curso."
     )
 }

@@ -56,7 +56,7 @@ cursos://catalogo lista os cursos ativos, mais antigos primeiro, até 100 por p�
 cursos://{uuid} traz um curso, inclusive arquivado. Toda alteração é feita por ferramentas: criar_curso, \
 atualizar_curso (alteração parcial de titulo e/ou cargaHoraria) e arquivar_curso (tira o curso do catálogo; \
 não há exclusão; o usuário confirma antes). cursos://{uuid}/historico mostra quem alterou o curso, quando e como. O prompt criar-curso guia o cadastro passo a passo. As regras valem no servidor, não no prompt: \
-título de 1 a 200 caracteres, sem caracteres de controle e único entre os cursos ativos (sem diferenciar maiúsculas \
+título de 1 a 200 caracteres, sem caracteres de controle ou invisíveis e único entre os cursos ativos (sem diferenciar maiúsculas \
 nem espaços extras); carga horária inteira de 1 a 1000 horas; curso arquivado não pode ser alterado. Uma recusa \
 volta como resultado com isError e uma mensagem em português que indica o campo ou a regra a corrigir. \
 Assine cursos://catalogo ou cursos://{uuid} para saber de mudanças; o id de um curso pode ser completado pelo título.";
