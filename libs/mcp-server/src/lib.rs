@@ -22,6 +22,6 @@ pub mod uris;
 pub mod wire;
 
 pub use caller::{Caller, Scope, UnknownScope};
-pub use hub::HubCounts;
+pub use hub::{HubCounts, LiveUpdateLimits, SessionCloser};
 pub use server::{CursosServer, INSTRUCTIONS};
 pub use state::{ServerOptions, ServerState, UnconfirmedArchive};
