@@ -430,3 +430,77 @@ async fn subscribers_that_stop_reading_never_delay_the_others_and_are_dropped_an
     legacy.cancel().await.expect("close");
     assert!(backend.stop().await.success());
 }
+
+/// `keys create` on `keys_file`: the new key.
+fn new_key(keys_file: &std::path::Path, name: &str, scope: &str) -> String {
+    let output = std::process::Command::new(crate::support::binary("mcp-cursos-backend"))
+        .env_clear()
+        .env("KEYS_FILE", keys_file)
+        .args(["keys", "create", "--name", name, "--scope", scope])
+        .output()
+        .expect("run keys create");
+    assert!(output.status.success(), "keys create {name}: {}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8(output.stdout).expect("utf-8").trim().to_owned()
+}
+
+/// The refusal of a listen request: acknowledged as accepting nothing, then ended with the error.
+async fn listen_refusal(client: &crate::support::Client, filter: SubscriptionFilter) -> rmcp::ErrorData {
+    match client.listen(filter).await {
+        Err(ServiceError::McpError(error)) => error,
+        Ok(mut subscription) => match tokio::time::timeout(PATIENCE, subscription.next()).await {
+            Ok(Err(ServiceError::McpError(error))) => error,
+            other => panic!("expected the stream to end with a refusal, got {other:?}"),
+        },
+        Err(other) => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+/// Issue 13, item 2, through the real backend: a read-only key may listen, but only to this
+/// server's resources, at most 1000 per stream and 16 streams per key (another key is not held
+/// back by the first); the 28,003-URI filter of the report is refused, naming a bad URI.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listen_filters_are_checked_and_streams_are_capped_per_key() {
+    let (folder, database) = fresh_database();
+    let keys_file = folder.path().join("chaves");
+    let reader = new_key(&keys_file, "leitor", "leitura");
+    let other_reader = new_key(&keys_file, "outro-leitor", "leitura");
+    let backend = crate::support::start_backend_with_keys_file(&database, &keys_file, &[]).await;
+    let client = backend.client_with_key(&reader, Era::Discover).await;
+
+    let mut reported = catalog_pages(28_001);
+    reported.extend(["file:///etc/passwd".to_owned(), "cursos://catalogoXYZ".to_owned()]);
+    let refused = [
+        (vec!["file:///etc/passwd".to_owned()], "file:///etc/passwd"),
+        (vec!["cursos://catalogo".to_owned(), "cursos://catalogoXYZ".to_owned()], "cursos://catalogoXYZ"),
+        (catalog_pages(1001), "no máximo 1000"),
+        (reported, "file:///etc/passwd"),
+    ];
+    for (uris, expected) in refused {
+        let error = listen_refusal(&client, SubscriptionFilter::builder().resource_subscriptions(uris).build()).await;
+        assert_eq!(error.code, rmcp::model::ErrorCode::INVALID_PARAMS);
+        assert!(error.message.contains(expected), "{expected}: {}", error.message);
+    }
+    assert_eq!(backend.health().await["subscriptions"]["listenStreams"], 0);
+
+    let mut streams = Vec::new();
+    for _ in 0..16 {
+        let filter = SubscriptionFilter::builder().resource_subscriptions(catalog_pages(2)).resources_list_changed();
+        streams.push(client.listen(filter.build()).await.expect("a read-only key listens within the caps"));
+    }
+    let error = listen_refusal(&client, SubscriptionFilter::builder().resource_subscription("cursos://catalogo").build())
+        .await;
+    assert!(error.message.contains("Esta chave já tem 16 fluxos"), "{}", error.message);
+    let other = backend.client_with_key(&other_reader, Era::Discover).await;
+    let filter = SubscriptionFilter::builder().resource_subscription("cursos://catalogo").build();
+    let mut other_stream = other.listen(filter).await.expect("another key is not held back");
+    assert_eq!(backend.health().await["subscriptions"]["listenStreams"], 17);
+
+    other_stream.cancel().await.expect("cancel");
+    for mut stream in streams {
+        stream.cancel().await.expect("cancel");
+    }
+    for client in [client, other] {
+        client.cancel().await.expect("close");
+    }
+    assert!(backend.stop().await.success());
+}
