@@ -11,7 +11,7 @@
 #
 # Settings (environment): ABUSE_KEYS (4 read-only abuser keys), ABUSE_SESSION_URIS (500 pages per
 # stuck session), ABUSE_STREAMS_PER_KEY (16), ABUSE_STREAM_URIS (90 pages per stuck stream),
-# ABUSE_WRITES (300), ABUSE_NOTICE_DEADLINE (5 s), BACKEND_BIN.
+# ABUSE_WRITES (600), ABUSE_NOTICE_DEADLINE (5 s), BACKEND_BIN.
 # The whole run is bounded by `timeout` (300 s). Figures: docs/faults.md.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
