@@ -9,10 +9,12 @@ one read-only key for the well-behaved client and ABUSE_KEYS read-only keys for 
 - each abuser key opens a 2025-era session subscribed to ABUSE_SESSION_URIS catalog pages whose GET
   stream is never read, sends the report's 28,003-URI listen filter (with file:///etc/passwd and
   cursos://catalogoXYZ), opens ABUSE_STREAMS_PER_KEY listen streams of ABUSE_STREAM_URIS pages
-  that are never read, and asks for one stream more (beyond the per-key cap of 16); every stuck
-  socket has a 1 KiB receive buffer;
+  that are never read, and asks for one stream more (beyond the per-key caps: by default the key
+  then holds 2000 URIs); every stuck socket has a 1 KiB receive buffer;
 - the writer then makes ABUSE_WRITES courses, one at a time, and after each waits (at most
-  ABUSE_NOTICE_DEADLINE seconds) until both well-behaved clients have heard of it.
+  ABUSE_NOTICE_DEADLINE seconds) until both well-behaved clients have heard of it;
+- the abusers keep their sockets open ABUSE_HOLD_SECONDS more (past the 10 s send bound), then
+  close them.
 
 Prints the backend's resident memory (VmRSS) before, during (peak) and after the abuse (after the
 abusers closed their sockets), /health and the slow-listener counter, and whether the
@@ -39,11 +41,12 @@ def setting(name, default, kind=int):
 
 
 KEYS = setting("ABUSE_KEYS", 4)
-SESSION_URIS = setting("ABUSE_SESSION_URIS", 500)
-STREAM_URIS = setting("ABUSE_STREAM_URIS", 90)
-STREAMS_PER_KEY = setting("ABUSE_STREAMS_PER_KEY", 16)
+SESSION_URIS = setting("ABUSE_SESSION_URIS", 1000)
+STREAM_URIS = setting("ABUSE_STREAM_URIS", 250)
+STREAMS_PER_KEY = setting("ABUSE_STREAMS_PER_KEY", 4)
 WRITES = setting("ABUSE_WRITES", 600)
 NOTICE_DEADLINE = setting("ABUSE_NOTICE_DEADLINE", 5.0, float)
+HOLD_SECONDS = setting("ABUSE_HOLD_SECONDS", 12)
 BACKEND_BIN = os.environ["BACKEND_BIN"]
 MODERN = "2026-07-28"
 LEGACY = "2025-11-25"
@@ -329,6 +332,10 @@ def main():
         peak_kib = max(peak_kib, rss_kib(pid))
         during = health(host, port)
         dropped = metric(host, port, "mcp_cursos_slow_listeners_dropped_total")
+        time.sleep(HOLD_SECONDS)
+        peak_kib = max(peak_kib, rss_kib(pid))
+        held = health(host, port)
+        dropped_later = metric(host, port, "mcp_cursos_slow_listeners_dropped_total")
 
         for sock in stuck:
             sock.close()
@@ -352,8 +359,9 @@ def main():
         print(f"writes: {WRITES}; well-behaved 2025 session heard {legacy_notices.count}, 2026 stream heard "
               f"{stream_notices.count}; writes not heard within {NOTICE_DEADLINE:g} s: {missed}; "
               f"slowest write-to-notice {slowest * 1000:.0f} ms")
-        print(f"after the writes: {json.dumps(during)}; slow listeners dropped: {dropped}; "
-              f"drop warnings in the log: {warnings['slow']}")
+        print(f"after the writes: {json.dumps(during)}; slow listeners dropped: {dropped}")
+        print(f"{HOLD_SECONDS} s later, sockets still open: {json.dumps(held)}; slow listeners dropped: "
+              f"{dropped_later}; drop warnings in the log: {warnings['slow']}")
         print(f"after the abusers left: {json.dumps(after)}")
         print(f"RSS: before {before_kib / 1024:.1f} MB, peak during {peak_kib / 1024:.1f} MB, "
               f"after {after_kib / 1024:.1f} MB")

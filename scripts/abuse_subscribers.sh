@@ -9,9 +9,9 @@
 #   BACKEND_BIN=target/debug/mcp-cursos-backend bash scripts/abuse_subscribers.sh
 #   ABUSE_KEYS=8 ABUSE_WRITES=600 bash scripts/abuse_subscribers.sh
 #
-# Settings (environment): ABUSE_KEYS (4 read-only abuser keys), ABUSE_SESSION_URIS (500 pages per
-# stuck session), ABUSE_STREAMS_PER_KEY (16), ABUSE_STREAM_URIS (90 pages per stuck stream),
-# ABUSE_WRITES (600), ABUSE_NOTICE_DEADLINE (5 s), BACKEND_BIN.
+# Settings (environment): ABUSE_KEYS (4 read-only abuser keys), ABUSE_SESSION_URIS (1000 pages per
+# stuck session), ABUSE_STREAMS_PER_KEY (4), ABUSE_STREAM_URIS (250 pages per stuck stream),
+# ABUSE_WRITES (600), ABUSE_NOTICE_DEADLINE (5 s), ABUSE_HOLD_SECONDS (12), BACKEND_BIN.
 # The whole run is bounded by `timeout` (300 s). Figures: docs/faults.md.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
