@@ -291,7 +291,8 @@ async fn stuck_request(backend: &crate::support::Backend, request: String) -> (t
     let mut head = Vec::new();
     let mut byte = [0_u8; 1];
     while !head.ends_with(b"\r\n\r\n") {
-        let read = tokio::time::timeout(PATIENCE, stream.read(&mut byte)).await.expect("headers in time").expect("read");
+        let read =
+            tokio::time::timeout(PATIENCE, stream.read(&mut byte)).await.expect("headers in time").expect("read");
         assert_eq!(read, 1, "the response headers: {}", String::from_utf8_lossy(&head));
         head.push(byte[0]);
     }
@@ -336,7 +337,8 @@ async fn raw_legacy_session(backend: &crate::support::Backend, uris: &[String]) 
     let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
     post(Some(&session), initialized).await.expect("initialized").text().await.expect("accepted");
     for (id, uri) in uris.iter().enumerate() {
-        let subscribe = json!({"jsonrpc": "2.0", "id": id + 1, "method": "resources/subscribe", "params": {"uri": uri}});
+        let subscribe =
+            json!({"jsonrpc": "2.0", "id": id + 1, "method": "resources/subscribe", "params": {"uri": uri}});
         let answer = post(Some(&session), subscribe).await.expect("subscribe").text().await.expect("answer");
         assert!(answer.contains("\"result\""), "{answer}");
     }
@@ -487,8 +489,8 @@ async fn listen_filters_are_checked_and_streams_are_capped_per_key() {
         let filter = SubscriptionFilter::builder().resource_subscriptions(catalog_pages(2)).resources_list_changed();
         streams.push(client.listen(filter.build()).await.expect("a read-only key listens within the caps"));
     }
-    let error = listen_refusal(&client, SubscriptionFilter::builder().resource_subscription("cursos://catalogo").build())
-        .await;
+    let error =
+        listen_refusal(&client, SubscriptionFilter::builder().resource_subscription("cursos://catalogo").build()).await;
     assert!(error.message.contains("Esta chave já tem 16 fluxos"), "{}", error.message);
     let other = backend.client_with_key(&other_reader, Era::Discover).await;
     let filter = SubscriptionFilter::builder().resource_subscription("cursos://catalogo").build();

@@ -28,8 +28,8 @@ use rmcp::model::{
     UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
-use serde_json::json;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, prompt, prompt_router, tool, tool_router};
+use serde_json::json;
 
 use crate::caller::{Caller, Scope};
 use crate::confirmation::{self, Confirmation};

@@ -1321,7 +1321,10 @@ async fn listeners_that_stop_reading_never_delay_the_others_and_are_dropped() {
 }
 
 /// Refused with a reason, as `resources/subscribe` refuses them: the error arrives on the stream.
-async fn listen_refusal<H: rmcp::ClientHandler>(client: &RunningService<RoleClient, H>, uris: Vec<String>) -> rmcp::ErrorData {
+async fn listen_refusal<H: rmcp::ClientHandler>(
+    client: &RunningService<RoleClient, H>,
+    uris: Vec<String>,
+) -> rmcp::ErrorData {
     let filter = rmcp::model::SubscriptionFilter::builder().resource_subscriptions(uris).build();
     match client.listen(filter).await {
         Err(ServiceError::McpError(error)) => error,
