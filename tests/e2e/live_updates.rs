@@ -422,6 +422,20 @@ async fn subscribers_that_stop_reading_never_delay_the_others_and_are_dropped_an
     assert_eq!(after["subscriptions"]["resources"], 1, "{after}");
     assert_eq!(after["subscriptions"]["sessions"], 1, "{after}");
     assert!(backend.stderr.all().contains("stopped reading"), "the drop is logged");
+    // The stuck session was closed, not only silenced: its next request is told so (404), and a
+    // client that reads again initializes anew.
+    let ping = json!({"jsonrpc": "2.0", "id": 9, "method": "ping"});
+    let answer = reqwest::Client::new()
+        .post(&backend.mcp_url)
+        .bearer_auth(&backend.api_key)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-11-25")
+        .header("mcp-session-id", &session)
+        .json(&ping)
+        .send()
+        .await
+        .expect("a request on the closed session");
+    assert_eq!(answer.status(), reqwest::StatusCode::NOT_FOUND);
     // The stuck clients leave; a graceful stop waits for their connections.
     drop((stuck_get, stuck_listen));
 
