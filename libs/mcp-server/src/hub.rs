@@ -18,9 +18,9 @@
 //! listing changed. A change only fills mailboxes, under the hub's lock, without awaiting
 //! anything; each listener's own drainer (a task per 2025-era session, the `listen` handler for
 //! a stream) sends what its mailbox holds. A listener is dropped when it falls behind: one notice
-//! not accepted within [`LiveUpdateLimits::send_timeout`], or
-//! [`LiveUpdateLimits::max_changes_behind`] changes arriving while its drainer has not taken its
-//! mailbox. A dropped stream ends; a dropped HTTP session is closed through the
+//! not accepted within [`LiveUpdateLimits::send_timeout`], or more than
+//! [`LiveUpdateLimits::max_changes_behind`] changes that concern it arriving while its drainer has
+//! not taken its mailbox. A dropped stream ends; a dropped HTTP session is closed through the
 //! [`SessionCloser`] the transport registered, so the client reconnects and reads again.
 //!
 //! What clients may hold is capped ([`LiveUpdateLimits`]): URIs per listener, listen streams and
@@ -55,8 +55,8 @@ pub struct LiveUpdateLimits {
     pub subscriptions: usize,
     /// A listener that has not accepted one notice within this time is dropped.
     pub send_timeout: Duration,
-    /// A listener is dropped when this many changes arrive while its last batch is still
-    /// being sent (its mailbox not taken).
+    /// A listener is dropped when more than this many changes that concern it arrive while its
+    /// drainer has not taken its mailbox (it is still sending the previous batch).
     pub max_changes_behind: usize,
 }
 
