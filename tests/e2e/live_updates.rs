@@ -271,3 +271,252 @@ async fn three_replicas_on_one_postgresql_database_share_writes_and_live_updates
         assert!(backend.stop().await.success());
     }
 }
+
+/// `count` catalog pages, each a URI of this server that every write touches.
+fn catalog_pages(count: usize) -> Vec<String> {
+    (1..=count).map(|page| format!("cursos://catalogo?pagina={page}")).collect()
+}
+
+/// Sends a raw HTTP request on a socket with a tiny receive buffer, reads the response's status
+/// line and headers, and returns the socket, never to be read again: a client that stopped
+/// reading its stream.
+async fn stuck_request(backend: &crate::support::Backend, request: String) -> (tokio::net::TcpStream, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let address: std::net::SocketAddr =
+        backend.base_url.trim_start_matches("http://").parse().expect("the backend's loopback address");
+    let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+    socket.set_recv_buffer_size(1024).expect("a small receive buffer");
+    let mut stream = socket.connect(address).await.expect("connect");
+    stream.write_all(request.as_bytes()).await.expect("send the request");
+    let mut head = Vec::new();
+    let mut byte = [0_u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        let read =
+            tokio::time::timeout(PATIENCE, stream.read(&mut byte)).await.expect("headers in time").expect("read");
+        assert_eq!(read, 1, "the response headers: {}", String::from_utf8_lossy(&head));
+        head.push(byte[0]);
+    }
+    (stream, String::from_utf8_lossy(&head).into_owned())
+}
+
+fn raw_http(backend: &crate::support::Backend, method: &str, headers: &[(&str, &str)], body: &str) -> String {
+    let host = backend.base_url.trim_start_matches("http://");
+    let mut request = format!(
+        "{method} /mcp HTTP/1.1\r\nhost: {host}\r\nauthorization: Bearer {}\r\ncontent-length: {}\r\n",
+        backend.api_key,
+        body.len()
+    );
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    request
+}
+
+/// A 2025-era session opened with plain HTTP: its `Mcp-Session-Id`, subscribed to `uris`.
+async fn raw_legacy_session(backend: &crate::support::Backend, uris: &[String]) -> String {
+    let http = reqwest::Client::new();
+    let post = |session: Option<&str>, body: Value| {
+        let mut request = http
+            .post(&backend.mcp_url)
+            .bearer_auth(&backend.api_key)
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-11-25")
+            .json(&body);
+        if let Some(session) = session {
+            request = request.header("mcp-session-id", session);
+        }
+        request.send()
+    };
+    let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "parado", "version": "1"}}});
+    let response = post(None, initialize).await.expect("initialize");
+    let session = response.headers()["mcp-session-id"].to_str().expect("session id").to_owned();
+    response.text().await.expect("initialize result");
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    post(Some(&session), initialized).await.expect("initialized").text().await.expect("accepted");
+    for (id, uri) in uris.iter().enumerate() {
+        let subscribe =
+            json!({"jsonrpc": "2.0", "id": id + 1, "method": "resources/subscribe", "params": {"uri": uri}});
+        let answer = post(Some(&session), subscribe).await.expect("subscribe").text().await.expect("answer");
+        assert!(answer.contains("\"result\""), "{answer}");
+    }
+    session
+}
+
+async fn poll_health(backend: &crate::support::Backend, what: &str, done: impl Fn(&Value) -> bool) -> Value {
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        let health = backend.health().await;
+        if done(&health) {
+            return health;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{what}: {health}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Issue 13, item 1, through the real backend: a 2025-era session whose GET stream is never
+/// read and a 2026-07-28 listen stream that is never read, both subscribed to many catalog pages,
+/// never delay a well-behaved subscriber of either era; both are dropped, and the stuck session
+/// is closed (it no longer counts among the open sessions, whatever `SESSION_IDLE_TIMEOUT`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(deprecated, reason = "resources/subscribe is the 2025-era API under test")]
+async fn subscribers_that_stop_reading_never_delay_the_others_and_are_dropped_and_closed() {
+    let (_folder, database) = fresh_database();
+    let backend = start_backend(&database, Some("chave-parada")).await;
+
+    let session = raw_legacy_session(&backend, &catalog_pages(600)).await;
+    let get = raw_http(
+        &backend,
+        "GET",
+        &[("accept", "text/event-stream"), ("mcp-session-id", &session), ("mcp-protocol-version", "2025-11-25")],
+        "",
+    );
+    let (stuck_get, head) = stuck_request(&backend, get).await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let listen = json!({"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen", "params": {
+        "notifications": {"resourceSubscriptions": catalog_pages(1000)},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientInfo": {"name": "parado", "version": "1"},
+                  "io.modelcontextprotocol/clientCapabilities": {}}}})
+    .to_string();
+    let post = raw_http(
+        &backend,
+        "POST",
+        &[
+            ("content-type", "application/json"),
+            ("accept", "application/json, text/event-stream"),
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "subscriptions/listen"),
+        ],
+        &listen,
+    );
+    let (stuck_listen, head) = stuck_request(&backend, post).await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+
+    let (handler, mut legacy_notices) = recorder();
+    let legacy = backend.client_with(handler, Era::Initialize).await;
+    legacy.subscribe(SubscribeRequestParams::new("cursos://catalogo")).await.expect("resources/subscribe");
+    let modern = backend.client(Era::Discover).await;
+    let filter = SubscriptionFilter::builder().resource_subscription("cursos://catalogo").build();
+    let mut stream = modern.listen(filter).await.expect("subscriptions/listen");
+    let before = poll_health(&backend, "every listener open", |health| {
+        health["subscriptions"]["listenStreams"] == 2 && health["sessions"] == 2
+    })
+    .await;
+    assert_eq!(before["subscriptions"]["resources"], 601, "{before}");
+
+    let writer = backend.client(Era::Discover).await;
+    let expected = ["updated cursos://catalogo".to_owned()];
+    for number in 0..250 {
+        create(&writer, &format!("Sem esperar {number}")).await;
+        wait_for_all(&mut legacy_notices, &expected).await;
+        wait_for_all_in_stream(&mut stream, &expected).await;
+    }
+    let after = poll_health(&backend, "the stuck listeners dropped", |health| {
+        health["subscriptions"]["listenStreams"] == 1 && health["sessions"] == 1
+    })
+    .await;
+    assert_eq!(after["subscriptions"]["resources"], 1, "{after}");
+    assert_eq!(after["subscriptions"]["sessions"], 1, "{after}");
+    assert!(backend.stderr.all().contains("stopped reading"), "the drop is logged");
+    // The stuck session was closed, not only silenced: its next request is told so (404), and a
+    // client that reads again initializes anew.
+    let ping = json!({"jsonrpc": "2.0", "id": 9, "method": "ping"});
+    let answer = reqwest::Client::new()
+        .post(&backend.mcp_url)
+        .bearer_auth(&backend.api_key)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-11-25")
+        .header("mcp-session-id", &session)
+        .json(&ping)
+        .send()
+        .await
+        .expect("a request on the closed session");
+    assert_eq!(answer.status(), reqwest::StatusCode::NOT_FOUND);
+    // The stuck clients leave; a graceful stop waits for their connections.
+    drop((stuck_get, stuck_listen));
+
+    stream.cancel().await.expect("cancel");
+    for client in [writer, modern] {
+        client.cancel().await.expect("close");
+    }
+    legacy.cancel().await.expect("close");
+    assert!(backend.stop().await.success());
+}
+
+/// `keys create` on `keys_file`: the new key.
+fn new_key(keys_file: &std::path::Path, name: &str, scope: &str) -> String {
+    let output = std::process::Command::new(crate::support::binary("mcp-cursos-backend"))
+        .env_clear()
+        .env("KEYS_FILE", keys_file)
+        .args(["keys", "create", "--name", name, "--scope", scope])
+        .output()
+        .expect("run keys create");
+    assert!(output.status.success(), "keys create {name}: {}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8(output.stdout).expect("utf-8").trim().to_owned()
+}
+
+/// The refusal of a listen request: acknowledged as accepting nothing, then ended with the error.
+async fn listen_refusal(client: &crate::support::Client, filter: SubscriptionFilter) -> rmcp::ErrorData {
+    match client.listen(filter).await {
+        Err(ServiceError::McpError(error)) => error,
+        Ok(mut subscription) => match tokio::time::timeout(PATIENCE, subscription.next()).await {
+            Ok(Err(ServiceError::McpError(error))) => error,
+            other => panic!("expected the stream to end with a refusal, got {other:?}"),
+        },
+        Err(other) => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+/// Issue 13, item 2, through the real backend: a read-only key may listen, but only to this
+/// server's resources, at most 1000 per stream and 16 streams per key (another key is not held
+/// back by the first); the 28,003-URI filter of the report is refused, naming a bad URI.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listen_filters_are_checked_and_streams_are_capped_per_key() {
+    let (folder, database) = fresh_database();
+    let keys_file = folder.path().join("chaves");
+    let reader = new_key(&keys_file, "leitor", "leitura");
+    let other_reader = new_key(&keys_file, "outro-leitor", "leitura");
+    let backend = crate::support::start_backend_with_keys_file(&database, &keys_file, &[]).await;
+    let client = backend.client_with_key(&reader, Era::Discover).await;
+
+    let mut reported = catalog_pages(28_001);
+    reported.extend(["file:///etc/passwd".to_owned(), "cursos://catalogoXYZ".to_owned()]);
+    let refused = [
+        (vec!["file:///etc/passwd".to_owned()], "file:///etc/passwd"),
+        (vec!["cursos://catalogo".to_owned(), "cursos://catalogoXYZ".to_owned()], "cursos://catalogoXYZ"),
+        (catalog_pages(1001), "no máximo 1000"),
+        (reported, "file:///etc/passwd"),
+    ];
+    for (uris, expected) in refused {
+        let error = listen_refusal(&client, SubscriptionFilter::builder().resource_subscriptions(uris).build()).await;
+        assert_eq!(error.code, rmcp::model::ErrorCode::INVALID_PARAMS);
+        assert!(error.message.contains(expected), "{expected}: {}", error.message);
+    }
+    assert_eq!(backend.health().await["subscriptions"]["listenStreams"], 0);
+
+    let mut streams = Vec::new();
+    for _ in 0..16 {
+        let filter = SubscriptionFilter::builder().resource_subscriptions(catalog_pages(2)).resources_list_changed();
+        streams.push(client.listen(filter.build()).await.expect("a read-only key listens within the caps"));
+    }
+    let error =
+        listen_refusal(&client, SubscriptionFilter::builder().resource_subscription("cursos://catalogo").build()).await;
+    assert!(error.message.contains("Esta chave já tem 16 fluxos"), "{}", error.message);
+    let other = backend.client_with_key(&other_reader, Era::Discover).await;
+    let filter = SubscriptionFilter::builder().resource_subscription("cursos://catalogo").build();
+    let mut other_stream = other.listen(filter).await.expect("another key is not held back");
+    assert_eq!(backend.health().await["subscriptions"]["listenStreams"], 17);
+
+    other_stream.cancel().await.expect("cancel");
+    for mut stream in streams {
+        stream.cancel().await.expect("cancel");
+    }
+    for client in [client, other] {
+        client.cancel().await.expect("close");
+    }
+    assert!(backend.stop().await.success());
+}

@@ -137,6 +137,7 @@ pub fn app(state: ServerState, config: AppConfig, shutdown: CancellationToken) -
         let mut manager = LocalSessionManager::default();
         manager.session_config.keep_alive = Some(config.session_idle_timeout);
         let manager = Arc::new(manager);
+        state.close_sessions_with(session_closer(&manager));
         let service = StreamableHttpService::new(factory, Arc::clone(&manager), mcp_config);
         (Router::new().nest_service("/mcp", service), Some(manager))
     } else {
@@ -162,6 +163,24 @@ pub fn app(state: ServerState, config: AppConfig, shutdown: CancellationToken) -
         None => router,
     };
     router.layer(middleware::from_fn_with_state(Arc::new(config.guard), guard::check_host_and_origin))
+}
+
+/// Closes a session whose client stopped reading its stream (ADR 0022): rmcp's idle timeout
+/// cannot fire while the session waits on that stream, so the live-update hub asks for it.
+fn session_closer(manager: &Arc<LocalSessionManager>) -> mcp_server::SessionCloser {
+    let manager = Arc::clone(manager);
+    Arc::new(move |id: &str| {
+        let manager = Arc::clone(&manager);
+        let id: rmcp::transport::streamable_http_server::SessionId = id.into();
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                use rmcp::transport::streamable_http_server::SessionManager as _;
+                if let Err(error) = manager.close_session(&id).await {
+                    tracing::debug!(%error, "closing a session that stopped reading");
+                }
+            });
+        }
+    })
 }
 
 /// Serves `router` on `listener` until `shutdown` is cancelled, then lets in-flight requests finish.

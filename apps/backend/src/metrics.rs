@@ -199,6 +199,10 @@ impl Metrics {
             writeln!(out, "# TYPE {name} gauge")?;
             writeln!(out, "{name} {value}")?;
         }
+        let name = "mcp_cursos_slow_listeners_dropped_total";
+        writeln!(out, "# HELP {name} Live-update listeners dropped because their client stopped reading (ADR 0022).")?;
+        writeln!(out, "# TYPE {name} counter")?;
+        writeln!(out, "{name} {}", listeners.slow_listeners_dropped)?;
         Ok(())
     }
 }
@@ -266,7 +270,7 @@ mod tests {
         metrics.response(401);
         metrics.response(200);
         let pool = PoolStatus { max_size: 8, connections: 2, idle: 1 };
-        let listeners = HubCounts { sessions: 1, subscriptions: 2, listen_streams: 3 };
+        let listeners = HubCounts { sessions: 1, subscriptions: 2, listen_streams: 3, slow_listeners_dropped: 5 };
         let text = metrics.render(Some(4), listeners, pool);
         for line in [
             "mcp_cursos_requests_total{method=\"tools/call\",status=\"200\"} 3",
@@ -278,6 +282,7 @@ mod tests {
             "mcp_cursos_sessions 4",
             "mcp_cursos_resource_subscriptions 2",
             "mcp_cursos_listen_streams 3",
+            "mcp_cursos_slow_listeners_dropped_total 5",
             "mcp_cursos_db_pool_max_connections 8",
             "mcp_cursos_db_pool_idle_connections 1",
         ] {

@@ -11,40 +11,96 @@
 //!   filter asked.
 //!
 //! A change to a course updates `cursos://<id>` and every catalog page (`cursos://catalogo...`),
-//! since the catalog shows active courses. Closed sessions and streams are dropped on the next
-//! change or count, so churn does not grow the hub.
+//! since the catalog shows active courses.
+//!
+//! **Fan-out never waits on a client** (ADR 0022). Each listener has a [`Mailbox`]: the set of
+//! URIs it has yet to be told of (a URI already waiting is not queued twice) and whether the
+//! listing changed. A change only fills mailboxes, under the hub's lock, without awaiting
+//! anything; each listener's own drainer (a task per 2025-era session, the `listen` handler for
+//! a stream) sends what its mailbox holds. A listener is dropped when it falls behind: one notice
+//! not accepted within [`LiveUpdateLimits::send_timeout`], or more than
+//! [`LiveUpdateLimits::max_changes_behind`] changes that concern it arriving while its drainer has
+//! not taken its mailbox. A dropped stream ends; a dropped HTTP session is closed through the
+//! [`SessionCloser`] the transport registered, so the client reconnects and reads again.
+//!
+//! What clients may hold is capped ([`LiveUpdateLimits`]): URIs per listener, listen streams and
+//! subscriptions per caller (key) and per process. So one change costs at most
+//! `subscriptions` notices plus one list-changed notice per listener, whatever clients asked.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
 
 use courses_domain::{CatalogObserver, CourseChange, CourseId};
 use rmcp::model::ResourceUpdatedNotificationParam;
-use rmcp::service::SubscriptionSink;
+use rmcp::service::{SubscriptionSendError, SubscriptionSink};
 use rmcp::{Peer, RoleServer};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
 
 use crate::uris;
 
-/// Every listener of one process.
-#[derive(Debug)]
-pub(crate) struct SubscriptionHub {
-    listeners: Mutex<Listeners>,
-    /// How many listen streams are open, for whoever waits for them to end.
-    open_streams: tokio::sync::watch::Sender<usize>,
+/// The bounds on live updates (ADR 0022). The defaults are the contract's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LiveUpdateLimits {
+    /// URIs one 2025-era session or one listen stream may subscribe to.
+    pub subscriptions_per_listener: usize,
+    /// Listen streams open at once for one caller (API key, or the stdio user).
+    pub streams_per_caller: usize,
+    /// Listen streams open at once in the process.
+    pub streams: usize,
+    /// URIs subscribed at once by one caller, over its sessions and streams.
+    pub subscriptions_per_caller: usize,
+    /// URIs subscribed at once in the process, over every session and stream.
+    pub subscriptions: usize,
+    /// A listener that has not accepted one notice within this time is dropped.
+    pub send_timeout: Duration,
+    /// A listener is dropped when more than this many changes that concern it arrive while its
+    /// drainer has not taken its mailbox (it is still sending the previous batch).
+    pub max_changes_behind: usize,
 }
 
-impl Default for SubscriptionHub {
+impl Default for LiveUpdateLimits {
     fn default() -> Self {
-        Self { listeners: Mutex::default(), open_streams: tokio::sync::watch::Sender::new(0) }
+        Self {
+            subscriptions_per_listener: 1000,
+            streams_per_caller: 16,
+            streams: 256,
+            subscriptions_per_caller: 2000,
+            subscriptions: 10_000,
+            send_timeout: Duration::from_secs(10),
+            max_changes_behind: 128,
+        }
+    }
+}
+
+/// Closes one HTTP session (by its `Mcp-Session-Id`) whose client stopped reading its stream:
+/// registered by the transport that owns the sessions (ADR 0022).
+pub type SessionCloser = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// Every listener of one process.
+pub(crate) struct SubscriptionHub {
+    limits: LiveUpdateLimits,
+    listeners: Mutex<Listeners>,
+    /// How many listen streams are admitted, for whoever waits for them to end.
+    open_streams: tokio::sync::watch::Sender<usize>,
+    session_closer: OnceLock<SessionCloser>,
+}
+
+impl std::fmt::Debug for SubscriptionHub {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.debug_struct("SubscriptionHub").field("limits", &self.limits).finish_non_exhaustive()
     }
 }
 
 #[derive(Debug, Default)]
 struct Listeners {
     sessions: HashMap<u64, Session>,
-    streams: HashMap<u64, SubscriptionSink>,
-    /// Listen requests accepted but not yet running (rmcp acknowledges them first).
+    streams: HashMap<u64, Stream>,
+    /// Listen requests acknowledged but not yet admitted or refused (rmcp acknowledges first).
     pending_streams: usize,
     next_stream: u64,
+    slow_dropped: u64,
 }
 
 impl Listeners {
@@ -56,7 +112,19 @@ impl Listeners {
 #[derive(Debug)]
 struct Session {
     peer: Peer<RoleServer>,
-    resources: HashSet<String>,
+    caller: Arc<str>,
+    /// The HTTP session's `Mcp-Session-Id`, when the session is an HTTP one.
+    http_session: Option<String>,
+    resources: HashSet<Arc<str>>,
+    mailbox: Arc<Mailbox>,
+}
+
+#[derive(Debug)]
+struct Stream {
+    caller: Arc<str>,
+    resources: Vec<Arc<str>>,
+    list_changed: bool,
+    mailbox: Arc<Mailbox>,
 }
 
 /// How many listeners the hub holds (after dropping closed ones).
@@ -68,20 +136,162 @@ pub struct HubCounts {
     pub subscriptions: usize,
     /// Open 2026-07-28 `subscriptions/listen` streams.
     pub listen_streams: usize,
+    /// Listeners dropped since the start because they stopped reading (ADR 0022).
+    pub slow_listeners_dropped: u64,
 }
 
-/// The most resources one 2025-era session may subscribe to: memory per client stays bounded.
-pub(crate) const MAX_SUBSCRIPTIONS_PER_SESSION: usize = 1000;
-
-/// A session asked for more than [`MAX_SUBSCRIPTIONS_PER_SESSION`] subscriptions.
+/// Why a subscription or a listen stream was refused: each names the bound it hit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct TooManySubscriptions;
+pub(crate) enum Refusal {
+    /// More URIs than [`LiveUpdateLimits::subscriptions_per_listener`] on one session or stream.
+    PerListener(usize),
+    /// More streams than [`LiveUpdateLimits::streams_per_caller`] for this caller.
+    StreamsPerCaller(usize),
+    /// More streams than [`LiveUpdateLimits::streams`] in the process.
+    Streams(usize),
+    /// More subscriptions than [`LiveUpdateLimits::subscriptions_per_caller`] for this caller.
+    SubscriptionsPerCaller(usize),
+    /// More subscriptions than [`LiveUpdateLimits::subscriptions`] in the process.
+    Subscriptions(usize),
+}
 
-/// What one listener must be told about one change.
+/// What a listener has yet to be told: each URI once, however many changes touched it.
+#[derive(Debug, Default)]
+pub(crate) struct Mailbox {
+    pending: Mutex<Pending>,
+    wake: Notify,
+    /// Cancelled when the hub drops the listener (closed, or too slow).
+    dropped: CancellationToken,
+}
+
+#[derive(Debug, Default)]
+struct Pending {
+    uris: Vec<Arc<str>>,
+    queued: HashSet<Arc<str>>,
+    list_changed: bool,
+    changes_behind: usize,
+}
+
+/// What a drainer takes from its mailbox in one go.
 #[derive(Debug)]
-enum Delivery {
-    Session { peer: Peer<RoleServer>, updated: Vec<String>, list_changed: bool },
-    Stream { id: u64, sink: SubscriptionSink, updated: Vec<String>, list_changed: bool },
+struct Batch {
+    uris: Vec<Arc<str>>,
+    list_changed: bool,
+}
+
+impl Mailbox {
+    /// Queues what one change means for this listener; false when the listener has fallen
+    /// more than `max_changes_behind` changes (that concern it) behind its drainer.
+    fn post(&self, uris: impl Iterator<Item = Arc<str>>, list_changed: bool, max_changes_behind: usize) -> bool {
+        let mut pending = self.pending.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut relevant = list_changed;
+        let mut added = false;
+        for uri in uris {
+            relevant = true;
+            if pending.queued.insert(Arc::clone(&uri)) {
+                pending.uris.push(uri);
+                added = true;
+            }
+        }
+        if !relevant {
+            return true;
+        }
+        if list_changed && !pending.list_changed {
+            pending.list_changed = true;
+            added = true;
+        }
+        pending.changes_behind += 1;
+        let keeps_up = pending.changes_behind <= max_changes_behind;
+        drop(pending);
+        if added {
+            self.wake.notify_one();
+        }
+        keeps_up
+    }
+
+    fn take(&self) -> Option<Batch> {
+        let mut pending = self.pending.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        pending.changes_behind = 0;
+        if pending.uris.is_empty() && !pending.list_changed {
+            return None;
+        }
+        pending.queued.clear();
+        let list_changed = std::mem::take(&mut pending.list_changed);
+        Some(Batch { uris: std::mem::take(&mut pending.uris), list_changed })
+    }
+
+    /// Resolves once the hub has dropped this listener.
+    pub(crate) async fn dropped(&self) {
+        self.dropped.cancelled().await;
+    }
+}
+
+/// Where a drainer sends: a 2025-era session's peer or a listen stream's sink.
+#[derive(Debug)]
+pub(crate) enum Receiver<'a> {
+    Session(&'a Peer<RoleServer>),
+    Stream(&'a SubscriptionSink),
+}
+
+/// How a drainer stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DrainEnd {
+    /// The client did not accept a notice within the send timeout.
+    Slow,
+    /// The connection or stream is gone.
+    Closed,
+}
+
+impl Receiver<'_> {
+    /// Sends one notice; `Err` when the receiver is gone.
+    async fn send(&self, notice: Notice<'_>) -> Result<(), ()> {
+        match (self, notice) {
+            (Self::Session(peer), Notice::Updated(uri)) => {
+                peer.notify_resource_updated(ResourceUpdatedNotificationParam::new(uri)).await.map_err(|_| ())
+            }
+            (Self::Session(peer), Notice::ListChanged) => peer.notify_resource_list_changed().await.map_err(|_| ()),
+            (Self::Stream(sink), notice) => {
+                let sent = match notice {
+                    Notice::Updated(uri) => sink.notify_resource_updated(uri).await,
+                    Notice::ListChanged => sink.notify_resource_list_changed().await,
+                };
+                match sent {
+                    Ok(()) => Ok(()),
+                    // The stream's accepted filter is narrower than what it asked: skip that notice.
+                    Err(SubscriptionSendError::NotificationNotAccepted(_)) => Ok(()),
+                    Err(_) => Err(()),
+                }
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Notice<'a> {
+    Updated(&'a str),
+    ListChanged,
+}
+
+/// Sends whatever `mailbox` receives to `receiver` until the receiver is gone or too slow.
+/// Cancel-safe: dropping it loses at most the notices of the batch in flight.
+pub(crate) async fn drain(mailbox: &Mailbox, receiver: Receiver<'_>, send_timeout: Duration) -> DrainEnd {
+    loop {
+        let batch = loop {
+            if let Some(batch) = mailbox.take() {
+                break batch;
+            }
+            mailbox.wake.notified().await;
+        };
+        let notices =
+            batch.uris.iter().map(|uri| Notice::Updated(uri)).chain(batch.list_changed.then_some(Notice::ListChanged));
+        for notice in notices {
+            match tokio::time::timeout(send_timeout, receiver.send(notice)).await {
+                Ok(Ok(())) => {}
+                Ok(Err(())) => return DrainEnd::Closed,
+                Err(_elapsed) => return DrainEnd::Slow,
+            }
+        }
+    }
 }
 
 /// Every change of a course touches its resource, its history (each accepted write adds an
@@ -92,34 +302,124 @@ fn is_affected(subscribed: &str, course_uri: &str) -> bool {
         || subscribed.strip_prefix(course_uri).is_some_and(|rest| rest.starts_with("/historico"))
 }
 
-impl SubscriptionHub {
-    /// A 2025-era session finished its handshake: it will get list-changed notices.
-    pub(crate) fn session_opened(&self, session: u64, peer: Peer<RoleServer>) {
-        let mut listeners = self.lock();
-        listeners.sessions.entry(session).or_insert_with(|| Session { peer, resources: HashSet::new() });
+/// A listen stream admitted by [`SubscriptionHub::admit_stream`]: it holds its place in the
+/// counts until dropped (when the `subscriptions/listen` request ends).
+#[derive(Debug)]
+pub(crate) struct StreamTicket {
+    hub: Arc<SubscriptionHub>,
+    id: u64,
+    mailbox: Arc<Mailbox>,
+}
+
+impl StreamTicket {
+    /// What the `listen` handler drains.
+    pub(crate) fn mailbox(&self) -> &Arc<Mailbox> {
+        &self.mailbox
     }
 
-    /// `resources/subscribe` from a 2025-era session.
-    ///
-    /// # Errors
-    /// [`TooManySubscriptions`] when the session already holds [`MAX_SUBSCRIPTIONS_PER_SESSION`]
-    /// other resources.
-    pub(crate) fn subscribe(
-        &self,
+    /// The hub's bound on one notice.
+    pub(crate) fn send_timeout(&self) -> Duration {
+        self.hub.limits.send_timeout
+    }
+
+    /// The stream's client stopped reading: drop it from the hub (the handler then ends it).
+    pub(crate) fn drop_slow(&self) {
+        let mut listeners = self.hub.lock();
+        if listeners.streams.remove(&self.id).is_some() {
+            listeners.slow_dropped += 1;
+            tracing::warn!("a subscriptions/listen stream was closed: its client stopped reading");
+        }
+        self.hub.open_streams.send_replace(listeners.live_streams());
+        self.mailbox.dropped.cancel();
+    }
+}
+
+impl Drop for StreamTicket {
+    fn drop(&mut self) {
+        let mut listeners = self.hub.lock();
+        listeners.streams.remove(&self.id);
+        self.hub.open_streams.send_replace(listeners.live_streams());
+        self.mailbox.dropped.cancel();
+    }
+}
+
+impl SubscriptionHub {
+    pub(crate) fn new(limits: LiveUpdateLimits) -> Self {
+        Self {
+            limits,
+            listeners: Mutex::default(),
+            open_streams: tokio::sync::watch::Sender::new(0),
+            session_closer: OnceLock::new(),
+        }
+    }
+
+    pub(crate) fn limits(&self) -> &LiveUpdateLimits {
+        &self.limits
+    }
+
+    /// Registers how HTTP sessions are closed; only the first call counts.
+    pub(crate) fn close_sessions_with(&self, closer: SessionCloser) {
+        let _ = self.session_closer.set(closer);
+    }
+
+    /// A 2025-era session finished its handshake: it will get list-changed notices.
+    pub(crate) fn session_opened(
+        self: &Arc<Self>,
         session: u64,
         peer: Peer<RoleServer>,
-        uri: String,
-    ) -> Result<(), TooManySubscriptions> {
+        caller: &str,
+        http_session: Option<String>,
+    ) {
         let mut listeners = self.lock();
-        let resources = &mut listeners
-            .sessions
-            .entry(session)
-            .or_insert_with(|| Session { peer, resources: HashSet::new() })
-            .resources;
-        if resources.len() >= MAX_SUBSCRIPTIONS_PER_SESSION && !resources.contains(&uri) {
-            return Err(TooManySubscriptions);
+        prune_closed_sessions(&mut listeners);
+        self.ensure_session(&mut listeners, session, peer, caller, http_session);
+    }
+
+    fn ensure_session<'a>(
+        self: &Arc<Self>,
+        listeners: &'a mut Listeners,
+        session: u64,
+        peer: Peer<RoleServer>,
+        caller: &str,
+        http_session: Option<String>,
+    ) -> &'a mut Session {
+        listeners.sessions.entry(session).or_insert_with(|| {
+            let mailbox = Arc::new(Mailbox::default());
+            spawn_session_drainer(self, session, peer.clone(), Arc::clone(&mailbox));
+            Session { peer, caller: caller.into(), http_session, resources: HashSet::new(), mailbox }
+        })
+    }
+
+    /// `resources/subscribe` from a 2025-era session of `caller`.
+    ///
+    /// # Errors
+    /// The [`Refusal`] naming the bound the subscription would pass.
+    pub(crate) fn subscribe(
+        self: &Arc<Self>,
+        session: u64,
+        peer: Peer<RoleServer>,
+        caller: &str,
+        http_session: Option<String>,
+        uri: &str,
+    ) -> Result<(), Refusal> {
+        let mut listeners = self.lock();
+        prune_closed_sessions(&mut listeners);
+        let (caller_total, process_total) = subscription_totals(&listeners, caller);
+        let limits = self.limits;
+        let entry = self.ensure_session(&mut listeners, session, peer, caller, http_session);
+        if entry.resources.contains(uri) {
+            return Ok(());
         }
-        resources.insert(uri);
+        if entry.resources.len() >= limits.subscriptions_per_listener {
+            return Err(Refusal::PerListener(limits.subscriptions_per_listener));
+        }
+        if caller_total >= limits.subscriptions_per_caller {
+            return Err(Refusal::SubscriptionsPerCaller(limits.subscriptions_per_caller));
+        }
+        if process_total >= limits.subscriptions {
+            return Err(Refusal::Subscriptions(limits.subscriptions));
+        }
+        entry.resources.insert(uri.into());
         Ok(())
     }
 
@@ -130,29 +430,70 @@ impl SubscriptionHub {
         }
     }
 
-    /// A 2026-07-28 listen request was accepted; [`Self::stream_opened`] follows once it runs.
+    /// A 2026-07-28 listen request is about to be acknowledged; [`Self::admit_stream`] or
+    /// [`Self::stream_refused`] follows once its handler runs.
     pub(crate) fn stream_accepted(&self) {
         let mut listeners = self.lock();
         listeners.pending_streams += 1;
         self.open_streams.send_replace(listeners.live_streams());
     }
 
-    /// A 2026-07-28 listen stream opened; returns its key for [`Self::stream_closed`].
-    pub(crate) fn stream_opened(&self, sink: SubscriptionSink) -> u64 {
+    /// An acknowledged listen request was refused before admission.
+    pub(crate) fn stream_refused(&self) {
         let mut listeners = self.lock();
         listeners.pending_streams = listeners.pending_streams.saturating_sub(1);
-        listeners.next_stream += 1;
-        let id = listeners.next_stream;
-        listeners.streams.insert(id, sink);
         self.open_streams.send_replace(listeners.live_streams());
-        id
     }
 
-    /// A 2026-07-28 listen stream ended.
-    pub(crate) fn stream_closed(&self, id: u64) {
+    /// Admits a 2026-07-28 listen stream (acknowledged after [`Self::stream_accepted`]) of
+    /// `caller` for `resources` (already known to be this server's URIs) and, with
+    /// `list_changed`, the listing's changes. The stream counts until the returned ticket drops.
+    ///
+    /// # Errors
+    /// The [`Refusal`] naming the bound the stream would pass.
+    pub(crate) fn admit_stream(
+        self: &Arc<Self>,
+        caller: &str,
+        resources: &[String],
+        list_changed: bool,
+    ) -> Result<StreamTicket, Refusal> {
+        let limits = self.limits;
+        let distinct: HashSet<&str> = resources.iter().map(String::as_str).collect();
         let mut listeners = self.lock();
-        listeners.streams.remove(&id);
+        listeners.pending_streams = listeners.pending_streams.saturating_sub(1);
         self.open_streams.send_replace(listeners.live_streams());
+        if distinct.len() > limits.subscriptions_per_listener {
+            return Err(Refusal::PerListener(limits.subscriptions_per_listener));
+        }
+        prune_closed_sessions(&mut listeners);
+        let caller_streams = listeners.streams.values().filter(|stream| &*stream.caller == caller).count();
+        if caller_streams >= limits.streams_per_caller {
+            return Err(Refusal::StreamsPerCaller(limits.streams_per_caller));
+        }
+        if listeners.streams.len() >= limits.streams {
+            return Err(Refusal::Streams(limits.streams));
+        }
+        let (caller_total, process_total) = subscription_totals(&listeners, caller);
+        if caller_total + distinct.len() > limits.subscriptions_per_caller {
+            return Err(Refusal::SubscriptionsPerCaller(limits.subscriptions_per_caller));
+        }
+        if process_total + distinct.len() > limits.subscriptions {
+            return Err(Refusal::Subscriptions(limits.subscriptions));
+        }
+        listeners.next_stream += 1;
+        let id = listeners.next_stream;
+        let mailbox = Arc::new(Mailbox::default());
+        listeners.streams.insert(
+            id,
+            Stream {
+                caller: caller.into(),
+                resources: distinct.into_iter().map(Arc::from).collect(),
+                list_changed,
+                mailbox: Arc::clone(&mailbox),
+            },
+        );
+        self.open_streams.send_replace(listeners.live_streams());
+        Ok(StreamTicket { hub: Arc::clone(self), id, mailbox })
     }
 
     /// Resolves once no listen stream is open or about to open.
@@ -165,11 +506,12 @@ impl SubscriptionHub {
     /// How many listeners are open, after dropping the closed ones.
     pub(crate) fn counts(&self) -> HubCounts {
         let mut listeners = self.lock();
-        listeners.sessions.retain(|_, session| !session.peer.is_transport_closed());
+        prune_closed_sessions(&mut listeners);
         HubCounts {
             sessions: listeners.sessions.len(),
             subscriptions: listeners.sessions.values().map(|session| session.resources.len()).sum(),
             listen_streams: listeners.streams.len(),
+            slow_listeners_dropped: listeners.slow_dropped,
         }
     }
 
@@ -178,103 +520,170 @@ impl SubscriptionHub {
         self.listeners.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    fn deliveries(&self, change: &CourseChange) -> Vec<Delivery> {
-        self.deliveries_for(change.course().id(), change.changes_listing())
-    }
-
-    /// What every listener must be told about a change of course `id` (`list_changed`: the
-    /// listing changed too).
-    fn deliveries_for(&self, id: CourseId, list_changed: bool) -> Vec<Delivery> {
+    /// Fills every listener's mailbox with what a change of course `id` means to it
+    /// (`list_changed`: the listing changed too). Never awaits a client; drops the listeners
+    /// that fell too far behind.
+    fn announce(&self, id: CourseId, list_changed: bool) {
         let course_uri = uris::course(id);
+        let max_behind = self.limits.max_changes_behind;
         let mut listeners = self.lock();
-        listeners.sessions.retain(|_, session| !session.peer.is_transport_closed());
-        let mut deliveries: Vec<Delivery> = listeners
-            .sessions
-            .values()
-            .map(|session| Delivery::Session {
-                peer: session.peer.clone(),
-                updated: session.resources.iter().filter(|uri| is_affected(uri, &course_uri)).cloned().collect(),
-                list_changed,
-            })
-            .collect();
-        deliveries.extend(listeners.streams.iter().map(|(id, sink)| {
-            let accepted = sink.accepted();
-            Delivery::Stream {
-                id: *id,
-                sink: sink.clone(),
-                updated: accepted
-                    .resource_subscriptions
-                    .iter()
-                    .flatten()
-                    .filter(|uri| is_affected(uri, &course_uri))
-                    .cloned()
-                    .collect(),
-                list_changed: list_changed && accepted.resources_list_changed == Some(true),
+        prune_closed_sessions(&mut listeners);
+        let mut slow_sessions = Vec::new();
+        for (key, session) in &listeners.sessions {
+            let updated = session.resources.iter().filter(|uri| is_affected(uri, &course_uri)).cloned();
+            if !session.mailbox.post(updated, list_changed, max_behind) {
+                slow_sessions.push(*key);
             }
-        }));
-        deliveries
+        }
+        let mut slow_streams = Vec::new();
+        for (key, stream) in &listeners.streams {
+            let updated = stream.resources.iter().filter(|uri| is_affected(uri, &course_uri)).cloned();
+            if !stream.mailbox.post(updated, list_changed && stream.list_changed, max_behind) {
+                slow_streams.push(*key);
+            }
+        }
+        for key in slow_streams {
+            if let Some(stream) = listeners.streams.remove(&key) {
+                listeners.slow_dropped += 1;
+                stream.mailbox.dropped.cancel();
+                tracing::warn!(caller = %stream.caller, "a subscriptions/listen stream was closed: its client fell behind");
+            }
+        }
+        self.open_streams.send_replace(listeners.live_streams());
+        let closed: Vec<Session> = slow_sessions.iter().filter_map(|key| listeners.sessions.remove(key)).collect();
+        listeners.slow_dropped += closed.len() as u64;
+        drop(listeners);
+        for session in closed {
+            self.end_slow_session(&session);
+        }
     }
 
-    async fn deliver(&self, deliveries: Vec<Delivery>) {
-        for delivery in deliveries {
-            match delivery {
-                Delivery::Session { peer, updated, list_changed } => {
-                    for uri in updated {
-                        if let Err(error) =
-                            peer.notify_resource_updated(ResourceUpdatedNotificationParam::new(uri)).await
-                        {
-                            tracing::debug!(%error, "a session left before its update notice");
-                        }
-                    }
-                    if list_changed && let Err(error) = peer.notify_resource_list_changed().await {
-                        tracing::debug!(%error, "a session left before its list-changed notice");
-                    }
-                }
-                Delivery::Stream { id, sink, updated, list_changed } => {
-                    let mut closed = false;
-                    for uri in updated {
-                        closed |= sink.notify_resource_updated(uri).await.is_err();
-                    }
-                    if list_changed {
-                        closed |= sink.notify_resource_list_changed().await.is_err();
-                    }
-                    if closed {
-                        self.stream_closed(id);
-                    }
-                }
-            }
+    fn drop_slow_session(&self, key: u64, mailbox: &Arc<Mailbox>) {
+        let mut listeners = self.lock();
+        let is_this_one = listeners.sessions.get(&key).is_some_and(|session| Arc::ptr_eq(&session.mailbox, mailbox));
+        let session = if is_this_one { listeners.sessions.remove(&key) } else { None };
+        if session.is_some() {
+            listeners.slow_dropped += 1;
+        }
+        drop(listeners);
+        if let Some(session) = session {
+            self.end_slow_session(&session);
+        }
+    }
+
+    fn remove_session(&self, key: u64, mailbox: &Arc<Mailbox>) {
+        let mut listeners = self.lock();
+        if listeners.sessions.get(&key).is_some_and(|session| Arc::ptr_eq(&session.mailbox, mailbox)) {
+            listeners.sessions.remove(&key);
+        }
+    }
+
+    /// Stops telling a session that stopped reading, and closes it when it is an HTTP session.
+    fn end_slow_session(&self, session: &Session) {
+        session.mailbox.dropped.cancel();
+        tracing::warn!(caller = %session.caller, "a session stopped reading its stream: no more live updates to it");
+        if let (Some(id), Some(closer)) = (&session.http_session, self.session_closer.get()) {
+            closer(id);
         }
     }
 }
 
-/// The hub as the catalog's observer: each change is delivered on its own task, so a slow
-/// listener never delays the write that caused it.
+/// Subscriptions held by `caller` and by the whole process, over sessions and streams.
+fn subscription_totals(listeners: &Listeners, caller: &str) -> (usize, usize) {
+    let mut of_caller = 0;
+    let mut total = 0;
+    let sessions = listeners.sessions.values().map(|session| (&session.caller, session.resources.len()));
+    let streams = listeners.streams.values().map(|stream| (&stream.caller, stream.resources.len()));
+    for (owner, held) in sessions.chain(streams) {
+        total += held;
+        if &**owner == caller {
+            of_caller += held;
+        }
+    }
+    (of_caller, total)
+}
+
+fn prune_closed_sessions(listeners: &mut Listeners) {
+    listeners.sessions.retain(|_, session| {
+        let open = !session.peer.is_transport_closed();
+        if !open {
+            session.mailbox.dropped.cancel();
+        }
+        open
+    });
+}
+
+fn spawn_session_drainer(hub: &Arc<SubscriptionHub>, key: u64, peer: Peer<RoleServer>, mailbox: Arc<Mailbox>) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        tracing::warn!("a session opened outside a Tokio runtime gets no live updates");
+        return;
+    };
+    let hub = Arc::clone(hub);
+    let send_timeout = hub.limits.send_timeout;
+    runtime.spawn(async move {
+        let end = tokio::select! {
+            end = drain(&mailbox, Receiver::Session(&peer), send_timeout) => end,
+            () = mailbox.dropped() => return,
+        };
+        match end {
+            DrainEnd::Slow => hub.drop_slow_session(key, &mailbox),
+            DrainEnd::Closed => hub.remove_session(key, &mailbox),
+        }
+    });
+}
+
+/// The hub as the catalog's observer: each change only fills mailboxes, so no listener delays
+/// the write that caused it.
 #[derive(Debug, Clone)]
-pub(crate) struct HubObserver(pub(crate) std::sync::Arc<SubscriptionHub>);
+pub(crate) struct HubObserver(pub(crate) Arc<SubscriptionHub>);
 
 impl CatalogObserver for HubObserver {
     fn course_changed(&self, change: &CourseChange) {
-        let deliveries = self.0.deliveries(change);
-        spawn_deliveries(&self.0, deliveries);
+        self.0.announce(change.course().id(), change.changes_listing());
     }
 }
 
 /// Tells this process's listeners of a change made elsewhere (another replica on the same
 /// database), known only by the course's id and whether the listing changed.
-pub(crate) fn announce_remote(hub: &std::sync::Arc<SubscriptionHub>, id: CourseId, list_changed: bool) {
-    let deliveries = hub.deliveries_for(id, list_changed);
-    spawn_deliveries(hub, deliveries);
+pub(crate) fn announce_remote(hub: &Arc<SubscriptionHub>, id: CourseId, list_changed: bool) {
+    hub.announce(id, list_changed);
 }
 
-fn spawn_deliveries(hub: &std::sync::Arc<SubscriptionHub>, deliveries: Vec<Delivery>) {
-    if deliveries.is_empty() {
-        return;
-    }
-    let hub = std::sync::Arc::clone(hub);
-    match tokio::runtime::Handle::try_current() {
-        Ok(runtime) => {
-            runtime.spawn(async move { hub.deliver(deliveries).await });
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_uri_already_waiting_in_a_mailbox_is_not_queued_twice() {
+        let mailbox = Mailbox::default();
+        let uri: Arc<str> = Arc::from("cursos://catalogo");
+        for _ in 0..3 {
+            assert!(mailbox.post(std::iter::once(Arc::clone(&uri)), true, 10));
         }
-        Err(_) => tracing::warn!("a catalog change outside a Tokio runtime was not announced"),
+        let batch = mailbox.take().expect("a batch");
+        assert_eq!(batch.uris, [uri]);
+        assert!(batch.list_changed);
+        assert!(mailbox.take().is_none(), "nothing left after one take");
+    }
+
+    #[test]
+    fn changes_that_do_not_concern_a_listener_never_put_it_behind() {
+        let mailbox = Mailbox::default();
+        for _ in 0..100 {
+            assert!(mailbox.post(std::iter::empty(), false, 4));
+        }
+        assert!(mailbox.take().is_none());
+    }
+
+    #[test]
+    fn a_listener_that_does_not_take_its_mailbox_falls_behind_after_the_bound() {
+        let mailbox = Mailbox::default();
+        let uri: Arc<str> = Arc::from("cursos://catalogo");
+        for _ in 0..4 {
+            assert!(mailbox.post(std::iter::once(Arc::clone(&uri)), false, 4));
+        }
+        assert!(!mailbox.post(std::iter::once(Arc::clone(&uri)), false, 4), "the fifth change is one too many");
+        let _ = mailbox.take();
+        assert!(mailbox.post(std::iter::once(uri), false, 4), "taking the mailbox catches up");
     }
 }

@@ -23,6 +23,6 @@ pub mod wire;
 
 pub use caller::{Caller, Scope, UnknownScope};
 pub use confirmation::ConfirmationSecretTooShort;
-pub use hub::HubCounts;
+pub use hub::{HubCounts, LiveUpdateLimits, SessionCloser};
 pub use server::{CursosServer, INSTRUCTIONS};
 pub use state::{ServerOptions, ServerState, UnconfirmedArchive};

@@ -29,10 +29,11 @@ use rmcp::model::{
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, prompt, prompt_router, tool, tool_router};
+use serde_json::json;
 
 use crate::caller::{Caller, Scope};
 use crate::confirmation::{self, Confirmation};
-use crate::hub::MAX_SUBSCRIPTIONS_PER_SESSION;
+use crate::hub::{self, DrainEnd, Refusal};
 use crate::state::ServerState;
 use crate::uris::{self, ResourceUri};
 use crate::wire::{
@@ -140,12 +141,22 @@ fn output_schema<T: rmcp::schemars::JsonSchema + 'static>() -> Arc<JsonObject> {
 /// request's extensions; a request without one is read-only (fail closed). Without HTTP (stdio,
 /// in-process) the one local user has full scope.
 fn caller_of(context: &RequestContext<RoleServer>) -> Caller {
-    match context.extensions.get::<http::request::Parts>() {
+    caller_in(&context.extensions)
+}
+
+fn caller_in(extensions: &rmcp::model::Extensions) -> Caller {
+    match extensions.get::<http::request::Parts>() {
         Some(parts) => {
             parts.extensions.get::<Caller>().cloned().unwrap_or_else(|| Caller::new(UNAUTHENTICATED, Scope::Read))
         }
         None => Caller::stdio(),
     }
+}
+
+/// The HTTP session (`Mcp-Session-Id`) a request or notification came through, if any.
+fn http_session_in(extensions: &rmcp::model::Extensions) -> Option<String> {
+    let parts = extensions.get::<http::request::Parts>()?;
+    parts.headers.get("mcp-session-id")?.to_str().ok().map(str::to_owned)
 }
 
 /// Who asked for a write, through which tool, with which arguments: recorded in the history.
@@ -564,15 +575,12 @@ impl ServerHandler for CursosServer {
         if ResourceUri::parse(&request.uri).is_none() {
             return Err(outcomes::resource_not_found(&request.uri));
         }
-        self.state.hub.subscribe(self.session, context.peer, request.uri).map_err(|_| {
-            McpError::invalid_params(
-                format!(
-                    "Esta sessão já assina {MAX_SUBSCRIPTIONS_PER_SESSION} recursos, o máximo; cancele alguma assinatura \
-                     (resources/unsubscribe) ou assine cursos://catalogo para saber de qualquer mudança."
-                ),
-                None,
-            )
-        })
+        let caller = caller_of(&context);
+        let http_session = http_session_in(&context.extensions);
+        self.state
+            .hub
+            .subscribe(self.session, context.peer, caller.name(), http_session, &request.uri)
+            .map_err(|refusal| live_update_refusal(refusal, "resources/subscribe"))
     }
 
     async fn unsubscribe(
@@ -588,22 +596,103 @@ impl ServerHandler for CursosServer {
         // Counted from here (rmcp acknowledges before calling `listen`), so a shutdown that
         // starts in between still waits for this stream to run and end cleanly.
         self.state.hub.stream_accepted();
+        // A filter `listen` will refuse is acknowledged as accepting nothing (nor echoed back);
+        // `listen` then ends the request with the error that names the reason.
+        if listen_filter_error(requested, self.state.hub.limits().subscriptions_per_listener).is_some() {
+            return Some(SubscriptionFilter::default());
+        }
         Some(requested.supported_by(&self.get_info().capabilities))
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
-        let stream = self.state.hub.stream_opened(context.sink().clone());
+        let hub = &self.state.hub;
+        if let Some(error) = listen_filter_error(context.requested(), hub.limits().subscriptions_per_listener) {
+            hub.stream_refused();
+            return Err(error);
+        }
+        let accepted = context.accepted();
+        let resources = accepted.resource_subscriptions.clone().unwrap_or_default();
+        let list_changed = accepted.resources_list_changed == Some(true);
+        let caller = caller_in(&context.request_context().extensions);
+        let ticket = hub
+            .admit_stream(caller.name(), &resources, list_changed)
+            .map_err(|refusal| live_update_refusal(refusal, "subscriptions/listen"))?;
+        let sink = context.sink().clone();
         // End with the request, or when the process shuts down (stdin closed, SIGTERM): rmcp waits
         // for in-flight handlers before it exits, and an open stream would otherwise hold it.
-        tokio::select! {
-            () = context.cancelled() => {}
-            () = self.state.shutdown.cancelled() => {}
+        // A stream whose client stopped reading is ended too (ADR 0022): its final result tells
+        // a client that reads again to listen again.
+        let end = tokio::select! {
+            end = hub::drain(ticket.mailbox(), hub::Receiver::Stream(&sink), ticket.send_timeout()) => Some(end),
+            () = ticket.mailbox().dropped() => Some(DrainEnd::Slow),
+            () = context.cancelled() => None,
+            () = self.state.shutdown.cancelled() => None,
+        };
+        if end == Some(DrainEnd::Slow) {
+            ticket.drop_slow();
         }
-        self.state.hub.stream_closed(stream);
         Ok(())
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        self.state.hub.session_opened(self.session, context.peer);
+        let caller = caller_in(&context.extensions);
+        let http_session = http_session_in(&context.extensions);
+        self.state.hub.session_opened(self.session, context.peer, caller.name(), http_session);
     }
+}
+
+/// The longest part of a client's URI quoted back in an error.
+const QUOTED_URI_CHARS: usize = 200;
+
+/// Why a listen filter cannot be accepted whatever the caller: a URI this server does not have,
+/// or more URIs than one stream may hold. `None` when the filter is acceptable.
+fn listen_filter_error(filter: &SubscriptionFilter, per_listener: usize) -> Option<McpError> {
+    let uris = filter.resource_subscriptions.as_deref().unwrap_or_default();
+    if let Some(unknown) = uris.iter().find(|uri| ResourceUri::parse(uri).is_none()) {
+        let quoted: String = unknown.chars().take(QUOTED_URI_CHARS).collect();
+        return Some(McpError::invalid_params(
+            format!(
+                "Recurso desconhecido neste servidor: {quoted}. Só é possível acompanhar cursos://catalogo (e suas \
+                 páginas), cursos://{{uuid}} e cursos://{{uuid}}/historico; nenhuma assinatura foi feita."
+            ),
+            Some(json!({ "uri": quoted })),
+        ));
+    }
+    let distinct: std::collections::HashSet<&String> = uris.iter().collect();
+    (distinct.len() > per_listener).then(|| {
+        McpError::invalid_params(
+            format!(
+                "Um fluxo de subscriptions/listen acompanha no máximo {per_listener} recursos; este pediu {}. \
+                 Acompanhe cursos://catalogo para saber de qualquer mudança.",
+                distinct.len()
+            ),
+            None,
+        )
+    })
+}
+
+/// The error for a subscription or stream beyond one of the bounds of live updates (ADR 0022).
+fn live_update_refusal(refusal: Refusal, method: &str) -> McpError {
+    let message = match refusal {
+        Refusal::PerListener(limit) => format!(
+            "Esta sessão já assina {limit} recursos, o máximo; cancele alguma assinatura \
+             (resources/unsubscribe) ou assine cursos://catalogo para saber de qualquer mudança."
+        ),
+        Refusal::StreamsPerCaller(limit) => format!(
+            "Esta chave já tem {limit} fluxos de subscriptions/listen abertos, o máximo; feche algum antes de abrir outro."
+        ),
+        Refusal::Streams(limit) => format!(
+            "O servidor já tem {limit} fluxos de subscriptions/listen abertos, o máximo; tente de novo mais tarde."
+        ),
+        Refusal::SubscriptionsPerCaller(limit) => format!(
+            "Esta chave já acompanha {limit} recursos somando suas sessões e fluxos, o máximo; \
+             acompanhe cursos://catalogo para saber de qualquer mudança."
+        ),
+        Refusal::Subscriptions(limit) => format!(
+            "O servidor já acompanha {limit} recursos para todos os clientes, o máximo; tente de novo mais tarde \
+             ou acompanhe cursos://catalogo."
+        ),
+    };
+    tracing::info!(?refusal, method, "a live-update request was refused at a bound");
+    McpError::invalid_params(message, None)
 }

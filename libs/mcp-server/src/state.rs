@@ -6,7 +6,7 @@ use courses_domain::Catalog;
 use tokio_util::sync::CancellationToken;
 
 use crate::confirmation::{ConfirmationSeal, ConfirmationSecretTooShort};
-use crate::hub::{HubCounts, HubObserver, SubscriptionHub};
+use crate::hub::{HubCounts, HubObserver, LiveUpdateLimits, SessionCloser, SubscriptionHub};
 
 /// Behaviour the apps choose (from their settings) when building the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,10 +70,16 @@ pub struct ServerState {
 }
 
 impl ServerState {
-    /// Wires `catalog` to a fresh subscription hub.
+    /// Wires `catalog` to a fresh subscription hub with the default [`LiveUpdateLimits`].
     #[must_use]
     pub fn new(catalog: Catalog, options: ServerOptions) -> Self {
-        let hub = Arc::new(SubscriptionHub::default());
+        Self::with_live_update_limits(catalog, options, LiveUpdateLimits::default())
+    }
+
+    /// [`Self::new`] with other bounds on live updates (tests use small ones).
+    #[must_use]
+    pub fn with_live_update_limits(catalog: Catalog, options: ServerOptions, limits: LiveUpdateLimits) -> Self {
+        let hub = Arc::new(SubscriptionHub::new(limits));
         let catalog = catalog.with_observer(Arc::new(HubObserver(Arc::clone(&hub))));
         Self { catalog, hub, options, shutdown: CancellationToken::new(), confirmations: ConfirmationSeal::random() }
     }
@@ -89,6 +95,13 @@ impl ServerState {
         Ok(self)
     }
 
+    /// How a transport with sessions (HTTP) closes one, by its `Mcp-Session-Id`, when its client
+    /// stopped reading live updates (ADR 0022). Without it such a session only stops getting
+    /// them. Only the first call counts.
+    pub fn close_sessions_with(&self, closer: SessionCloser) {
+        self.hub.close_sessions_with(closer);
+    }
+
     /// Cancelled by the app when the process is shutting down (stdin closed, SIGTERM): long-lived
     /// handlers such as `subscriptions/listen` streams end then, instead of holding the exit.
     #[must_use]
@@ -97,7 +110,7 @@ impl ServerState {
     }
 
     /// Shuts the long-lived handlers down: cancels [`Self::shutdown_token`] and resolves once every
-    /// listen stream has ended (and so has queued its final result).
+    /// listen stream has ended.
     pub async fn shut_down_listeners(&self) {
         self.shutdown.cancel();
         self.hub.streams_closed().await;

@@ -1314,3 +1314,229 @@ async fn a_change_announced_by_another_process_reaches_this_process_s_subscriber
     );
     listener.cancel().await.expect("close");
 }
+
+/// The read half of a client's connection that delivers nothing more once `stalled` is set, as
+/// a client that stops reading its stream: what the server writes then piles up and blocks.
+struct Stalling<R> {
+    inner: R,
+    stalled: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for Stalling<R> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        context: &mut std::task::Context<'_>,
+        buffer: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        if self.stalled.load(std::sync::atomic::Ordering::SeqCst) {
+            // Never woken: this client reads nothing from now on.
+            return std::task::Poll::Pending;
+        }
+        std::pin::Pin::new(&mut self.inner).poll_read(context, buffer)
+    }
+}
+
+/// [`attach`] over a small pipe whose client side can be told to stop reading.
+async fn attach_stalling(
+    state: &ServerState,
+    era: Era,
+) -> (RunningService<RoleClient, ()>, Arc<std::sync::atomic::AtomicBool>) {
+    let (server_io, client_io) = tokio::io::duplex(4096);
+    let server = CursosServer::new(state);
+    tokio::spawn(async move {
+        if let Ok(running) = server.serve(server_io).await {
+            let _ = running.waiting().await;
+        }
+    });
+    let stalled = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (reading, writing) = tokio::io::split(client_io);
+    let transport = (Stalling { inner: reading, stalled: Arc::clone(&stalled) }, writing);
+    let client = match era {
+        Era::Initialize => ().serve(transport).await.expect("initialize"),
+        Era::Discover => ()
+            .serve_with_lifecycle(
+                transport,
+                ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] },
+            )
+            .await
+            .expect("discover"),
+    };
+    (client, stalled)
+}
+
+fn catalog_pages(count: usize) -> Vec<String> {
+    (1..=count).map(|page| format!("cursos://catalogo?pagina={page}")).collect()
+}
+
+/// Waits (bounded) for the next notice that is not a list change.
+async fn next_update(notices: &mut tokio::sync::mpsc::UnboundedReceiver<String>) -> String {
+    loop {
+        let notice = tokio::time::timeout(std::time::Duration::from_secs(10), notices.recv())
+            .await
+            .expect("a notice in time")
+            .expect("the client is open");
+        if notice != "list_changed" {
+            return notice;
+        }
+    }
+}
+
+async fn next_stream_update(subscription: &mut rmcp::service::Subscription) -> String {
+    let notice = tokio::time::timeout(std::time::Duration::from_secs(10), subscription.next())
+        .await
+        .expect("a notice in time")
+        .expect("the stream is open")
+        .expect("a notification");
+    let value = serde_json::to_value(&notice).expect("json");
+    format!("{} {}", value["method"].as_str().unwrap_or_default(), value["params"]["uri"].as_str().unwrap_or_default())
+}
+
+/// Issue 13, item 1: a 2025-era session and a 2026-07-28 stream that stop reading, each
+/// subscribed to 200 catalog pages, neither delay the well-behaved listeners of either era, and
+/// are dropped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(deprecated, reason = "resources/subscribe is the 2025-era API this test covers")]
+async fn listeners_that_stop_reading_never_delay_the_others_and_are_dropped() {
+    let limits = mcp_server::LiveUpdateLimits {
+        send_timeout: std::time::Duration::from_millis(500),
+        max_changes_behind: 8,
+        ..mcp_server::LiveUpdateLimits::default()
+    };
+    let (catalog, _database) = open_catalog();
+    let state = ServerState::with_live_update_limits(catalog, ServerOptions::default(), limits);
+    let writer = attach(Answering::CONFIRMS, &state, Era::Initialize).await;
+    let pages = catalog_pages(200);
+
+    let (stuck_session, stall_session) = attach_stalling(&state, Era::Initialize).await;
+    for uri in &pages {
+        stuck_session.subscribe(rmcp::model::SubscribeRequestParams::new(uri.clone())).await.expect("subscribe");
+    }
+    let (stuck_client, stall_stream) = attach_stalling(&state, Era::Discover).await;
+    let filter = rmcp::model::SubscriptionFilter::builder().resource_subscriptions(pages.clone()).build();
+    let _stuck_stream = stuck_client.listen(filter).await.expect("subscriptions/listen");
+    stall_session.store(true, std::sync::atomic::Ordering::SeqCst);
+    stall_stream.store(true, std::sync::atomic::Ordering::SeqCst);
+
+    let (sender, mut session_notices) = tokio::sync::mpsc::unbounded_channel();
+    let good_session = attach(Recorder(sender), &state, Era::Initialize).await;
+    good_session.subscribe(rmcp::model::SubscribeRequestParams::new("cursos://catalogo")).await.expect("subscribe");
+    let good_client = attach((), &state, Era::Discover).await;
+    let filter = rmcp::model::SubscriptionFilter::builder().resource_subscription("cursos://catalogo").build();
+    let mut good_stream = good_client.listen(filter).await.expect("subscriptions/listen");
+    assert_eq!(state.listener_counts().listen_streams, 2);
+
+    for number in 0..40 {
+        let arguments = json!({"titulo": format!("Sem esperar {number}"), "cargaHoraria": 4});
+        let arguments = arguments.as_object().cloned().expect("object");
+        let result = writer.call_tool(CallToolRequestParams::new("criar_curso").with_arguments(arguments)).await;
+        assert_eq!(result.expect("tools/call").is_error, Some(false));
+        assert_eq!(next_update(&mut session_notices).await, "updated cursos://catalogo", "write {number}");
+        assert_eq!(
+            next_stream_update(&mut good_stream).await,
+            "notifications/resources/updated cursos://catalogo",
+            "write {number}"
+        );
+    }
+
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    while state.listener_counts().slow_listeners_dropped < 2 {
+        assert!(tokio::time::Instant::now() < deadline, "stuck listeners still held: {:?}", state.listener_counts());
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let counts = state.listener_counts();
+    assert_eq!(counts.listen_streams, 1, "only the well-behaved stream is left: {counts:?}");
+    assert_eq!(counts.sessions, 2, "the writer and the well-behaved session are left: {counts:?}");
+    assert_eq!(counts.subscriptions, 1, "the stuck session's 200 subscriptions are gone: {counts:?}");
+    good_stream.cancel().await.expect("cancel");
+}
+
+/// Refused with a reason, as `resources/subscribe` refuses them: the error arrives on the stream.
+async fn listen_refusal<H: rmcp::ClientHandler>(
+    client: &RunningService<RoleClient, H>,
+    uris: Vec<String>,
+) -> rmcp::ErrorData {
+    let filter = rmcp::model::SubscriptionFilter::builder().resource_subscriptions(uris).build();
+    match client.listen(filter).await {
+        Err(ServiceError::McpError(error)) => error,
+        Ok(mut subscription) => {
+            match tokio::time::timeout(std::time::Duration::from_secs(10), subscription.next()).await {
+                Ok(Err(ServiceError::McpError(error))) => error,
+                other => panic!("expected the stream to end with a refusal, got {other:?}"),
+            }
+        }
+        Err(other) => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+/// Issue 13, item 2: a listen filter naming anything but this server's resources, or more of
+/// them than one stream may hold, is refused and nothing is held.
+#[tokio::test]
+async fn listen_filters_with_unknown_uris_or_too_many_are_refused_naming_the_reason() {
+    let harness = connect(Era::Discover).await;
+    let mut huge = catalog_pages(1001);
+    huge.push("cursos://catalogo".to_owned());
+    for (uris, expected) in [
+        (vec!["cursos://catalogo".to_owned(), "file:///etc/passwd".to_owned()], "file:///etc/passwd"),
+        (vec!["cursos://catalogoXYZ".to_owned()], "cursos://catalogoXYZ"),
+        (vec![format!("cursos://{}", "x".repeat(5000))], "Recurso desconhecido"),
+        (huge, "no máximo 1000"),
+    ] {
+        let error = listen_refusal(&harness.client, uris).await;
+        assert_eq!(error.code, ErrorCode::INVALID_PARAMS);
+        assert!(error.message.contains(expected), "{}", error.message);
+        assert!(error.message.len() < 600, "the refusal quotes a bounded part of the URI: {}", error.message.len());
+    }
+    assert_eq!(harness.state.listener_counts().listen_streams, 0);
+    let filter = rmcp::model::SubscriptionFilter::builder().resource_subscriptions(catalog_pages(1000)).build();
+    let mut subscription = harness.client.listen(filter).await.expect("1000 URIs are within the bound");
+    assert_eq!(harness.state.listener_counts().listen_streams, 1);
+    subscription.cancel().await.expect("cancel");
+}
+
+/// Issue 13, item 2: streams and subscriptions are capped per caller and per process, over both
+/// eras; what is refused says which bound it hit. (In process every client is the one stdio
+/// caller; per-key caps across keys are covered end to end.)
+#[tokio::test]
+#[allow(deprecated, reason = "resources/subscribe is the 2025-era API this test covers")]
+async fn streams_and_subscriptions_beyond_the_caller_and_process_caps_are_refused() {
+    let cases = [
+        (mcp_server::LiveUpdateLimits { streams_per_caller: 2, ..Default::default() }, "Esta chave já tem 2 fluxos"),
+        (mcp_server::LiveUpdateLimits { streams: 2, ..Default::default() }, "O servidor já tem 2 fluxos"),
+        (
+            mcp_server::LiveUpdateLimits { subscriptions_per_caller: 5, ..Default::default() },
+            "Esta chave já acompanha 5 recursos",
+        ),
+        (mcp_server::LiveUpdateLimits { subscriptions: 5, ..Default::default() }, "O servidor já acompanha 5 recursos"),
+    ];
+    for (limits, expected) in cases {
+        let (catalog, _database) = open_catalog();
+        let state = ServerState::with_live_update_limits(catalog, ServerOptions::default(), limits);
+        let modern = attach((), &state, Era::Discover).await;
+        let mut open = Vec::new();
+        for _ in 0..2 {
+            let filter = rmcp::model::SubscriptionFilter::builder().resource_subscriptions(catalog_pages(2)).build();
+            open.push(modern.listen(filter).await.expect("within the caps"));
+        }
+        let error = listen_refusal(&modern, catalog_pages(2)).await;
+        assert!(error.message.contains(expected), "{expected}: {}", error.message);
+        assert_eq!(state.listener_counts().listen_streams, 2, "{expected}");
+        if limits.subscriptions_per_caller == 5 || limits.subscriptions == 5 {
+            // The 2025 era counts against the same caps: one more fits, the next does not.
+            let legacy = attach((), &state, Era::Initialize).await;
+            legacy.subscribe(rmcp::model::SubscribeRequestParams::new("cursos://catalogo")).await.expect("the fifth");
+            match legacy.subscribe(rmcp::model::SubscribeRequestParams::new("cursos://catalogo?pagina=9")).await {
+                Err(ServiceError::McpError(error)) => assert!(error.message.contains(expected), "{}", error.message),
+                other => panic!("expected a refusal at the cap, got {other:?}"),
+            }
+        }
+        for mut subscription in open {
+            subscription.cancel().await.expect("cancel");
+        }
+        // Closing streams gives their places back.
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+        while state.listener_counts().listen_streams > 0 {
+            assert!(tokio::time::Instant::now() < deadline, "streams still counted after they closed");
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+}
