@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds every release artifact into dist/, with SHA-256 sums:
 #   mcp-cursos-backend-<v>-linux-x64, mcp-cursos-stdio-<v>-linux-x64   static binaries (glibc +crt-static), stripped
-#   mcp-cursos-<v>.oci.tar        the container image (Containerfile; podman save, OCI archive), also
+#   mcp-cursos-<v>.image.tar      the container image (Containerfile; `docker load` / `podman load`), also
 #                                 left in podman's local storage as localhost/mcp-cursos:<v>
 #   mcp-cursos-<v>.tgz, mcp-cursos-linux-x64-<v>.tgz     the npm launcher and its linux-x64 binary package
 #   mcp_cursos_stdio-<v>-py3-none-<platform>.whl         the wheel for uvx / pipx (maturin, bin bindings)
@@ -34,8 +34,8 @@ started=$SECONDS
 cargo build --release --locked --target "$TRIPLE" -p mcp-cursos-backend -p mcp-cursos-stdio
 step "static build took $((SECONDS - started)) s"
 for binary in mcp-cursos-backend mcp-cursos-stdio; do
-  if ldd "$RELEASE/$binary" >/dev/null 2>&1; then
-    echo "release: $binary is dynamically linked" >&2; exit 1
+  if ! file "$RELEASE/$binary" | grep -Eq 'static(-pie)? linked|statically linked'; then
+    echo "release: $binary is not statically linked: $(file "$RELEASE/$binary")" >&2; exit 1
   fi
   strip -o "$DIST/$binary-$VERSION-linux-x64" "$RELEASE/$binary"
 done
@@ -44,9 +44,10 @@ step "container image localhost/mcp-cursos:$VERSION"
 # The Containerfile's build stage, replaced by the binary just built (same command, same flags).
 mkdir -p "$STAGE/container/out/data"
 cp "$DIST/mcp-cursos-backend-$VERSION-linux-x64" "$STAGE/container/out/mcp-cursos-backend"
-podman build --quiet --build-context build="$STAGE/container" --build-arg VERSION="$VERSION" \
+# Docker's image format: it keeps the HEALTHCHECK (the OCI format has no field for it).
+podman build --quiet --format docker --build-context build="$STAGE/container" --build-arg VERSION="$VERSION" \
   -t "localhost/mcp-cursos:$VERSION" -f Containerfile . >/dev/null
-podman save --quiet --format oci-archive -o "$DIST/mcp-cursos-$VERSION.oci.tar" "localhost/mcp-cursos:$VERSION"
+podman save --quiet --format docker-archive -o "$DIST/mcp-cursos-$VERSION.image.tar" "localhost/mcp-cursos:$VERSION"
 
 step "npm packages"
 cp -r packaging/npm "$STAGE/npm"
@@ -58,8 +59,7 @@ for package in mcp-cursos mcp-cursos-linux-x64; do
 done
 
 step "wheel (maturin, bin bindings)"
-"$MATURIN" build --quiet --release --locked --target "$TRIPLE" --compatibility manylinux2014 \
-  -m packaging/python/pyproject.toml --out "$DIST" 2>&1 | grep -v '^📦\|^🍹\|^🔗\|^🐍' || true
+(cd packaging/python && "$MATURIN" build --quiet --release --locked --target "$TRIPLE" --compatibility manylinux2014 --out "$DIST")
 ls "$DIST"/mcp_cursos_stdio-"$VERSION"-*.whl >/dev/null
 
 step "MCP bundle"

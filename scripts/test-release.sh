@@ -53,7 +53,7 @@ check "server.json is valid for the MCP Registry (skillsaw, schema 2025-12-11) a
 
 echo "-- container image"
 podman rmi -f "$IMAGE" >/dev/null 2>&1
-check "the OCI archive loads" podman load -q -i "$DIST/mcp-cursos-$VERSION.oci.tar"
+check "the image archive loads" podman load -q -i "$DIST/mcp-cursos-$VERSION.image.tar"
 label() { podman image inspect --format "{{index .Labels \"$1\"}}" "$IMAGE"; }
 server_name="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["name"])' server.json)"
 check "labels: version $VERSION, license MIT, source, io.modelcontextprotocol.server.name = $server_name" bash -c "
@@ -63,7 +63,7 @@ check "labels: version $VERSION, license MIT, source, io.modelcontextprotocol.se
   [[ \"\$(podman image inspect --format '{{index .Labels \"io.modelcontextprotocol.server.name\"}}' $IMAGE)\" == '$server_name' ]]"
 check "runs as the unprivileged user 65532" bash -c "[[ \"\$(podman image inspect --format '{{.Config.User}}' $IMAGE)\" == 65532:65532 ]]"
 size_bytes="$(podman image inspect --format '{{.Size}}' "$IMAGE")"
-echo "  image size: $((size_bytes / 1024)) KiB ($(du -k "$DIST/mcp-cursos-$VERSION.oci.tar" | cut -f1) KiB as an OCI archive)"
+echo "  image size: $((size_bytes / 1024)) KiB ($(du -k "$DIST/mcp-cursos-$VERSION.image.tar" | cut -f1) KiB as an archive)"
 
 KEY="imagem-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
 start_container() { # start_container N: runs container N on the shared volume, sets PORT
