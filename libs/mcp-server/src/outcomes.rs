@@ -200,3 +200,41 @@ pub(crate) fn scope_refused(tool: &str, caller: &Caller) -> McpError {
         Some(json!({ "tool": tool, "escopo": caller.scope().as_str() })),
     )
 }
+
+/// The methods rmcp reads into typed parameters. A request naming one whose parameters do not fit
+/// (`"arguments": [1]` in `tools/call`) reaches the server as a custom request; it is refused as
+/// invalid parameters, not as an unknown method.
+const TYPED_METHODS: [&str; 16] = [
+    "initialize",
+    "server/discover",
+    "ping",
+    "tools/call",
+    "tools/list",
+    "resources/read",
+    "resources/list",
+    "resources/templates/list",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "subscriptions/listen",
+    "prompts/get",
+    "prompts/list",
+    "completion/complete",
+    "logging/setLevel",
+    "tasks/get",
+];
+
+/// A request rmcp could not read into a known method's parameters, or a method it does not know:
+/// -32602 in Portuguese for the first (nothing runs), -32601 for the second.
+pub(crate) fn unreadable_request(method: &str) -> McpError {
+    if !TYPED_METHODS.contains(&method) {
+        return McpError::new(rmcp::model::ErrorCode::METHOD_NOT_FOUND, method.to_owned(), None);
+    }
+    tracing::warn!(method, "request refused: its parameters do not have the method's shape");
+    let hint = if method == "tools/call" {
+        "'name' deve ser o nome da ferramenta (texto) e 'arguments', quando presente, um objeto JSON com os campos da \
+         ferramenta (por exemplo {\"titulo\": \"Rust\", \"cargaHoraria\": 20})."
+    } else {
+        "confira os nomes e os tipos dos campos de 'params' na especificação do MCP."
+    };
+    McpError::invalid_params(format!("Parâmetros inválidos para {method}: {hint}"), Some(json!({ "metodo": method })))
+}

@@ -584,6 +584,14 @@ impl ServerHandler for CursosServer {
         Ok(())
     }
 
+    async fn on_custom_request(
+        &self,
+        request: rmcp::model::CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CustomResult, McpError> {
+        Err(outcomes::unreadable_request(&request.method))
+    }
+
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         self.state.hub.session_opened(self.session, context.peer);
     }
