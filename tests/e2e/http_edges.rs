@@ -456,3 +456,65 @@ async fn idle_and_slowloris_connections_are_closed_and_never_starve_health_or_a_
     assert!(logs.contains("max_connections=8"), "the cap in force is logged:\n{logs}");
     assert!(backend.stop().await.success(), "a clean shutdown after the abuse");
 }
+
+/// Reads `stream` (bounded) until its text contains `wanted`; panics if the server ends it first.
+async fn read_until(stream: &mut reqwest::Response, wanted: &str, what: &str) {
+    let mut text = String::new();
+    let found = tokio::time::timeout(crate::support::PATIENCE, async {
+        while !text.contains(wanted) {
+            match stream.chunk().await {
+                Ok(Some(chunk)) => text.push_str(&String::from_utf8_lossy(&chunk)),
+                Ok(None) | Err(_) => return false,
+            }
+        }
+        true
+    })
+    .await;
+    assert_eq!(found, Ok(true), "{what} ended or went silent before {wanted:?}; it carried:\n{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn live_streams_outlast_the_header_read_timeout_and_still_deliver() {
+    let (_folder, database) = fresh_database();
+    let backend = start_backend_with(&database, Some(KEY), &[("HEADER_READ_TIMEOUT", "1")]).await;
+    let bearer = format!("Bearer {KEY}");
+    let initialized = post(&backend, &[("authorization", &bearer)], initialize_body()).await;
+    let session = initialized.headers().get("mcp-session-id").expect("session").to_str().expect("ascii").to_owned();
+    let session_headers = [("authorization", bearer.as_str()), ("mcp-session-id", session.as_str())];
+    let notice = json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
+    assert_eq!(post(&backend, &session_headers, notice).await.status(), StatusCode::ACCEPTED);
+    let subscribe =
+        json!({"jsonrpc": "2.0", "id": 3, "method": "resources/subscribe", "params": {"uri": "cursos://catalogo"}});
+    assert_eq!(post(&backend, &session_headers, subscribe.to_string()).await.status(), StatusCode::OK);
+    // The session's GET stream (2025 era) and a listen stream, a POST answered with SSE (2026-07-28).
+    let mut session_stream = reqwest::Client::new()
+        .get(&backend.mcp_url)
+        .header("authorization", &bearer)
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-11-25")
+        .header("accept", "text/event-stream")
+        .send()
+        .await
+        .expect("GET stream");
+    assert_eq!(session_stream.status(), StatusCode::OK);
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                      "io.modelcontextprotocol/clientInfo": {"name": "bordas", "version": "1"},
+                      "io.modelcontextprotocol/clientCapabilities": {}});
+    let listen = json!({"jsonrpc": "2.0", "id": "escuta", "method": "subscriptions/listen",
+                        "params": {"_meta": meta, "notifications": {"resourcesListChanged": true}}});
+    let modern = [("authorization", bearer.as_str()), ("mcp-protocol-version", "2026-07-28"), ("mcp-method", "subscriptions/listen")];
+    let mut listen_stream = post(&backend, &modern, listen.to_string()).await;
+    assert_eq!(listen_stream.status(), StatusCode::OK);
+    read_until(&mut listen_stream, "notifications/subscriptions/acknowledged", "the listen stream").await;
+
+    // A connection opened after both streams, closed by the header-read timeout: by then both
+    // streams have been open longer than the timeout.
+    let mut probe = tokio::net::TcpStream::connect(address(&backend)).await.expect("connect");
+    assert!(closed_by_the_server(&mut probe).await, "the idle probe was closed by the header-read timeout");
+
+    let created = post(&backend, &[("authorization", &bearer), ("mcp-session-id", &session)], create_body("Ao vivo")).await;
+    assert_eq!(created.status(), StatusCode::OK);
+    read_until(&mut session_stream, "notifications/resources/", "the session's GET stream").await;
+    read_until(&mut listen_stream, "notifications/resources/list_changed", "the listen stream").await;
+    assert!(backend.stop().await.success(), "open streams end at shutdown");
+}
