@@ -502,7 +502,11 @@ async fn live_streams_outlast_the_header_read_timeout_and_still_deliver() {
                       "io.modelcontextprotocol/clientCapabilities": {}});
     let listen = json!({"jsonrpc": "2.0", "id": "escuta", "method": "subscriptions/listen",
                         "params": {"_meta": meta, "notifications": {"resourcesListChanged": true}}});
-    let modern = [("authorization", bearer.as_str()), ("mcp-protocol-version", "2026-07-28"), ("mcp-method", "subscriptions/listen")];
+    let modern = [
+        ("authorization", bearer.as_str()),
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "subscriptions/listen"),
+    ];
     let mut listen_stream = post(&backend, &modern, listen.to_string()).await;
     assert_eq!(listen_stream.status(), StatusCode::OK);
     read_until(&mut listen_stream, "notifications/subscriptions/acknowledged", "the listen stream").await;
@@ -512,7 +516,8 @@ async fn live_streams_outlast_the_header_read_timeout_and_still_deliver() {
     let mut probe = tokio::net::TcpStream::connect(address(&backend)).await.expect("connect");
     assert!(closed_by_the_server(&mut probe).await, "the idle probe was closed by the header-read timeout");
 
-    let created = post(&backend, &[("authorization", &bearer), ("mcp-session-id", &session)], create_body("Ao vivo")).await;
+    let created =
+        post(&backend, &[("authorization", &bearer), ("mcp-session-id", &session)], create_body("Ao vivo")).await;
     assert_eq!(created.status(), StatusCode::OK);
     read_until(&mut session_stream, "notifications/resources/", "the session's GET stream").await;
     read_until(&mut listen_stream, "notifications/resources/list_changed", "the listen stream").await;

@@ -540,7 +540,8 @@ async fn tools_call_with_arguments_that_are_not_an_object_is_invalid_params_on_b
 
     for arguments in [json!([1]), json!("x"), json!(7), json!(true)] {
         let params = json!({"name": "criar_curso", "arguments": arguments});
-        let modern = post(&backend, &modern_headers(&authorization), modern_body("tools/call", params.clone(), MODERN)).await;
+        let modern =
+            post(&backend, &modern_headers(&authorization), modern_body("tools/call", params.clone(), MODERN)).await;
         let legacy_body = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": params}).to_string();
         let legacy = post(&backend, &legacy_headers, legacy_body).await;
         for (era, response) in [("2026-07-28", modern), ("2025-11-25", legacy)] {
@@ -551,7 +552,9 @@ async fn tools_call_with_arguments_that_are_not_an_object_is_invalid_params_on_b
             assert!(text.contains("Parâmetros inválidos para tools/call") && text.contains("'arguments'"), "{text}");
         }
     }
-    let unknown = post(&backend, &legacy_headers, json!({"jsonrpc": "2.0", "id": 10, "method": "cursos/apagar"}).to_string()).await;
+    let unknown =
+        post(&backend, &legacy_headers, json!({"jsonrpc": "2.0", "id": 10, "method": "cursos/apagar"}).to_string())
+            .await;
     assert_eq!(jsonrpc_message(unknown).await["error"]["code"], -32601, "an unknown method is still unknown");
     assert_eq!(catalog_in_one_request(&backend, &writer).await["total"], 0, "nothing was executed");
     assert!(backend.stop().await.success());

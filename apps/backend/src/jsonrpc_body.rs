@@ -69,16 +69,23 @@ fn declares_json(request: &Request) -> bool {
 /// 400 with the JSON-RPC error the body deserves: -32700 when it is not JSON, -32600 when it is
 /// JSON but not a JSON-RPC message (echoing its `id` when that is a string or a number).
 fn refuse(error: &serde_json::Error, bytes: &[u8]) -> Response {
-    use serde_json::error::Category;
-    let (code, id, message) = match error.classify() {
-        Category::Data => (
+    // A shape error may be found before a syntax error further on: only a full parse tells.
+    let parsed = match error.classify() {
+        serde_json::error::Category::Data => serde_json::from_slice::<Value>(bytes),
+        _ => Err(serde_json::Error::io(std::io::Error::other("not JSON"))),
+    };
+    let (code, id, message) = match parsed {
+        Ok(value) => (
             -32600,
-            recover_id(bytes),
+            match value.get("id") {
+                Some(id @ (Value::String(_) | Value::Number(_))) => id.clone(),
+                _ => Value::Null,
+            },
             "Requisição inválida: o corpo é JSON, mas não é uma mensagem JSON-RPC 2.0 que este servidor aceite \
              (um objeto com \"jsonrpc\": \"2.0\" e \"method\"; lotes não são aceitos)."
                 .to_owned(),
         ),
-        Category::Syntax | Category::Eof | Category::Io => (
+        Err(_) => (
             -32700,
             Value::Null,
             format!(
@@ -94,16 +101,6 @@ fn refuse(error: &serde_json::Error, bytes: &[u8]) -> Response {
         axum::Json(json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message } })),
     )
         .into_response()
-}
-
-fn recover_id(bytes: &[u8]) -> Value {
-    match serde_json::from_slice::<Value>(bytes) {
-        Ok(Value::Object(object)) => match object.get("id") {
-            Some(id @ (Value::String(_) | Value::Number(_))) => id.clone(),
-            _ => Value::Null,
-        },
-        _ => Value::Null,
-    }
 }
 
 /// The 413 every route of the gate answers for a body over the limit.
@@ -132,11 +129,12 @@ mod tests {
         let error = serde_json::from_slice::<ClientJsonRpcMessage>(body).err()?;
         let response = refuse(&error, body);
         assert_eq!(response.status(), StatusCode::BAD_REQUEST);
-        let code = match error.classify() {
-            serde_json::error::Category::Data => -32600,
-            _ => -32700,
-        };
-        Some(json!({ "code": code, "id": recover_id(body) }))
+        let body = futures_util::FutureExt::now_or_never(axum::body::to_bytes(response.into_body(), usize::MAX))
+            .expect("a ready body")
+            .expect("bytes");
+        let message: Value = serde_json::from_slice(&body).expect("a JSON body");
+        assert_eq!(message["jsonrpc"], "2.0");
+        Some(json!({ "code": message["error"]["code"], "id": message["id"] }))
     }
 
     #[test]
