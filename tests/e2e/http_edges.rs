@@ -523,3 +523,30 @@ async fn live_streams_outlast_the_header_read_timeout_and_still_deliver() {
     read_until(&mut listen_stream, "notifications/resources/list_changed", "the listen stream").await;
     assert!(backend.stop().await.success(), "open streams end at shutdown");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_cap_over_the_open_files_limit_is_refused_at_start_naming_the_setting() {
+    let (_folder, database) = fresh_database();
+    let mut child = tokio::process::Command::new(crate::support::binary("mcp-cursos-backend"))
+        .env_clear()
+        .env("HOST", "127.0.0.1")
+        .env("PORT", "0")
+        .env("DATABASE_PATH", &database)
+        .env("API_KEY", KEY)
+        // Over any open-files limit the backend may raise itself to (2^20).
+        .env("MAX_CONNECTIONS", "100000000")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn backend");
+    let mut stderr = child.stderr.take().expect("stderr");
+    let status =
+        tokio::time::timeout(crate::support::PATIENCE, child.wait()).await.expect("exited in time").expect("status");
+    let mut text = String::new();
+    tokio::io::AsyncReadExt::read_to_string(&mut stderr, &mut text).await.expect("stderr");
+    assert!(!status.success(), "refused, not lowered nor ignored:\n{text}");
+    assert!(text.contains("MAX_CONNECTIONS=100000000 needs"), "the setting and its value come first:\n{text}");
+    assert!(!text.contains("listening"), "{text}");
+}

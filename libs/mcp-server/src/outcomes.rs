@@ -201,10 +201,10 @@ pub(crate) fn scope_refused(tool: &str, caller: &Caller) -> McpError {
     )
 }
 
-/// The methods rmcp reads into typed parameters. A request naming one whose parameters do not fit
+/// The methods this server serves that rmcp reads into typed parameters. A request naming one whose parameters do not fit
 /// (`"arguments": [1]` in `tools/call`) reaches the server as a custom request; it is refused as
 /// invalid parameters, not as an unknown method.
-const TYPED_METHODS: [&str; 16] = [
+const TYPED_METHODS: [&str; 14] = [
     "initialize",
     "server/discover",
     "ping",
@@ -219,8 +219,6 @@ const TYPED_METHODS: [&str; 16] = [
     "prompts/get",
     "prompts/list",
     "completion/complete",
-    "logging/setLevel",
-    "tasks/get",
 ];
 
 /// A request rmcp could not read into a known method's parameters, or a method it does not know:
@@ -237,4 +235,28 @@ pub(crate) fn unreadable_request(method: &str) -> McpError {
         "confira os nomes e os tipos dos campos de 'params' na especificação do MCP."
     };
     McpError::invalid_params(format!("Parâmetros inválidos para {method}: {hint}"), Some(json!({ "metodo": method })))
+}
+
+#[cfg(test)]
+mod unreadable_request_tests {
+    use rmcp::model::ErrorCode;
+
+    use super::unreadable_request;
+
+    #[test]
+    fn a_served_method_with_unreadable_params_is_invalid_params_in_portuguese() {
+        let error = unreadable_request("tools/call");
+        assert_eq!(error.code, ErrorCode::INVALID_PARAMS);
+        assert!(error.message.starts_with("Parâmetros inválidos para tools/call"), "{}", error.message);
+        assert_eq!(unreadable_request("resources/read").code, ErrorCode::INVALID_PARAMS);
+    }
+
+    #[test]
+    fn a_method_this_server_does_not_serve_stays_unknown() {
+        for method in ["cursos/apagar", "logging/setLevel", "tasks/get"] {
+            let error = unreadable_request(method);
+            assert_eq!(error.code, ErrorCode::METHOD_NOT_FOUND, "{method}");
+            assert_eq!(error.message, method);
+        }
+    }
 }
