@@ -1,7 +1,8 @@
 //! The mcp-cursos HTTP backend: the server library over Streamable HTTP, behind an API key.
 //!
 //! [`app`] builds the whole router (tests drive it directly); [`serve`] runs it on a listener
-//! with `TCP_NODELAY` on every accepted socket and a graceful shutdown. The binary only reads
+//! (HTTP/1.1, `TCP_NODELAY`, the header-read timeout and the connection cap of
+//! [`ConnectionLimits`], a graceful shutdown). The binary only reads
 //! its [`Settings`], opens the store and calls these.
 //!
 //! | route | auth | what |
@@ -12,9 +13,11 @@
 //! | `GET /ready` | none | readiness: 200 when the database answers, 503 otherwise |
 //! | `GET /metrics` | none (only with `METRICS=true`) | Prometheus metrics: requests by method and status, latencies, sessions, subscriptions, pool |
 //!
-//! Every route first passes the Host/Origin check ([`RequestGuard`]): 403 otherwise. Then every
+//! Every route first passes the Host/Origin check ([`RequestGuard`]): 400 for a repeated header,
+//! 403 otherwise. Then every
 //! `/mcp` request is authenticated by the [`Keyring`] (401 otherwise), counted against its key's
-//! [`RateLimit`] when one is set (429 otherwise), and reaches rmcp carrying its
+//! [`RateLimit`] when one is set (429 otherwise), has its body checked (400 with a JSON-RPC error
+//! when it is not JSON-RPC) and its key's open sessions counted (429 over the cap), and reaches rmcp carrying its
 //! [`Caller`](mcp_server::Caller) in the request extensions: the server reads the caller's scope
 //! there on every call.
 
@@ -189,7 +192,8 @@ pub fn app(state: ServerState, config: AppConfig, shutdown: CancellationToken) -
 /// cut by it.
 ///
 /// # Errors
-/// Never today: accept errors are logged and retried. Kept fallible for the binary's sake.
+/// Only if the connection permits were closed, which nothing does: accept errors are logged and
+/// retried.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     router: Router,
