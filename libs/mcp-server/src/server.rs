@@ -587,9 +587,9 @@ impl ServerHandler for CursosServer {
     async fn on_custom_request(
         &self,
         request: rmcp::model::CustomRequest,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::CustomResult, McpError> {
-        Err(outcomes::unreadable_request(&request.method))
+        Err(outcomes::unreadable_request(&request.method, is_modern(&context)))
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
