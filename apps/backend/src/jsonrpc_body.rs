@@ -69,12 +69,9 @@ fn declares_json(request: &Request) -> bool {
 /// 400 with the JSON-RPC error the body deserves: -32700 when it is not JSON, -32600 when it is
 /// JSON but not a JSON-RPC message (echoing its `id` when that is a string or a number).
 fn refuse(error: &serde_json::Error, bytes: &[u8]) -> Response {
-    // A shape error may be found before a syntax error further on: only a full parse tells.
-    let parsed = match error.classify() {
-        serde_json::error::Category::Data => serde_json::from_slice::<Value>(bytes),
-        _ => Err(serde_json::Error::io(std::io::Error::other("not JSON"))),
-    };
-    let (code, id, message) = match parsed {
+    // Whatever rmcp's parse stopped at (a shape error may come before a syntax error further on,
+    // a number out of range is a syntax error to it), only a full parse tells JSON from not JSON.
+    let (code, id, message) = match serde_json::from_slice::<Value>(bytes) {
         Ok(value) => (
             -32600,
             match value.get("id") {
@@ -85,13 +82,13 @@ fn refuse(error: &serde_json::Error, bytes: &[u8]) -> Response {
              (um objeto com \"jsonrpc\": \"2.0\" e \"method\"; lotes não são aceitos)."
                 .to_owned(),
         ),
-        Err(_) => (
+        Err(not_json) => (
             -32700,
             Value::Null,
             format!(
                 "Erro de análise: o corpo não é JSON válido em UTF-8 (linha {}, coluna {}).",
-                error.line(),
-                error.column()
+                not_json.line(),
+                not_json.column()
             ),
         ),
     };
