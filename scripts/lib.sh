@@ -34,6 +34,7 @@ start_backend() {
   : >"$log"   # exists before it is polled
   env -u API_KEY -u NO_AUTH -u SESSION_MODE -u RESOURCE_TOOLS -u ALLOWED_HOSTS -u ALLOWED_ORIGINS \
     -u DATABASE_PATH -u KEYS_FILE -u RATE_LIMIT -u UNCONFIRMED_ARCHIVE -u METRICS -u SESSION_IDLE_TIMEOUT \
+    -u MAX_SESSIONS_PER_KEY -u MAX_CONNECTIONS -u HEADER_READ_TIMEOUT \
     HOST=127.0.0.1 PORT=0 RUST_LOG="${RUST_LOG:-info,rmcp=warn}" "$@" "$BACKEND_BIN" \
     >"$log" 2>&1 &
   BACKEND_PID=$!

@@ -63,6 +63,9 @@ def start_backend(folder):
         "DATABASE_PATH": os.path.join(folder, "soak.db"),
         "SESSION_MODE": "stateful",
         "SESSION_IDLE_TIMEOUT": str(IDLE_TIMEOUT),
+        # One key opens every session: the per-key cap (ADR 0023) is raised so that memory per
+        # session is what this measures.
+        "MAX_SESSIONS_PER_KEY": "100000",
         "RUST_LOG": "info,rmcp=warn",
     }
     process = subprocess.Popen(

@@ -258,3 +258,295 @@ async fn abandoned_sessions_expire_when_idle_and_leave_nothing_behind() {
     client.cancel().await.expect("close");
     assert!(backend.stop().await.success());
 }
+
+/// The backend's `host:port`.
+fn address(backend: &Backend) -> &str {
+    backend.base_url.trim_start_matches("http://")
+}
+
+/// Sends `request` as raw bytes on a new connection (it should say `Connection: close`) and
+/// returns the answer's status code and text.
+async fn raw_request(backend: &Backend, request: &[u8]) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(address(backend)).await.expect("connect");
+    stream.write_all(request).await.expect("send");
+    let mut answer = Vec::new();
+    tokio::time::timeout(crate::support::PATIENCE, stream.read_to_end(&mut answer))
+        .await
+        .expect("answered in time")
+        .expect("read");
+    let answer = String::from_utf8_lossy(&answer).into_owned();
+    let status = answer.split_whitespace().nth(1).and_then(|code| code.parse().ok()).unwrap_or(0);
+    (status, answer)
+}
+
+/// A raw `POST <target>` of `initialize` with `headers` (each a full `Name: value` line).
+fn raw_initialize(target: &str, headers: &[&str]) -> Vec<u8> {
+    let body = initialize_body();
+    let mut request = format!(
+        "POST {target} HTTP/1.1\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\n\
+         content-length: {}\r\nconnection: close\r\n",
+        body.len()
+    );
+    for header in headers {
+        request.push_str(header);
+        request.push_str("\r\n");
+    }
+    request.push_str("\r\n");
+    request.push_str(&body);
+    request.into_bytes()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn repeated_host_or_authorization_headers_and_foreign_absolute_targets_are_refused() {
+    let (_folder, database) = fresh_database();
+    let backend = start_backend(&database, Some(KEY)).await;
+    let loopback = format!("Host: {}", address(&backend));
+    let bearer = format!("Authorization: Bearer {KEY}");
+    let wrong = "Authorization: Bearer chave-errada";
+
+    let (status, answer) = raw_request(
+        &backend,
+        format!("GET /health HTTP/1.1\r\n{loopback}\r\nHost: evil.example.com\r\nconnection: close\r\n\r\n").as_bytes(),
+    )
+    .await;
+    assert_eq!(status, 400, "two Host headers, the loopback one first:\n{answer}");
+    assert!(answer.contains("more than one Host header"), "{answer}");
+
+    for headers in [[loopback.as_str(), bearer.as_str(), wrong], [loopback.as_str(), wrong, bearer.as_str()]] {
+        let (status, answer) = raw_request(&backend, &raw_initialize("/mcp", &headers)).await;
+        assert_eq!(status, 400, "two Authorization headers, in either order:\n{answer}");
+        assert!(answer.contains("more than one Authorization header"), "{answer}");
+        assert!(!answer.contains(KEY), "the key never appears in an answer");
+    }
+
+    for target in ["http://evil.example/mcp", "http://evil.example:3000/mcp"] {
+        let (status, answer) = raw_request(&backend, &raw_initialize(target, &[&loopback, &bearer])).await;
+        assert_eq!(status, 403, "{target} with a loopback Host:\n{answer}");
+        assert!(answer.contains("request target host is not allowed"), "{answer}");
+    }
+    let (status, _) = raw_request(
+        &backend,
+        format!("GET http://evil.example/health HTTP/1.1\r\n{loopback}\r\nconnection: close\r\n\r\n").as_bytes(),
+    )
+    .await;
+    assert_eq!(status, 403, "every route checks the target's authority");
+
+    let own_target = format!("{}/mcp", backend.base_url);
+    let (status, answer) = raw_request(&backend, &raw_initialize(&own_target, &[&loopback, &bearer])).await;
+    assert_eq!(status, 200, "an absolute-form target naming this server is served:\n{answer}");
+    assert_eq!(total(&backend).await, 0, "nothing was written");
+    assert!(backend.stop().await.success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bodies_that_are_not_jsonrpc_get_400_with_a_jsonrpc_error_and_nothing_runs() {
+    let (_folder, database) = fresh_database();
+    let backend = start_backend(&database, Some(KEY)).await;
+    let bearer = format!("Bearer {KEY}");
+    let create_with_raw_title = |title: &[u8]| {
+        let mut body = br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"criar_curso","arguments":{"cargaHoraria":10,"titulo":""#.to_vec();
+        body.extend_from_slice(title);
+        body.extend_from_slice(br#""}}}"#);
+        body
+    };
+    let cases: [(&str, Vec<u8>, i64); 6] = [
+        ("not JSON", b"{not json".to_vec(), -32700),
+        ("invalid UTF-8", create_with_raw_title(b"Caf\xc3"), -32700),
+        ("a lone surrogate escape", create_with_raw_title(br"Caf\ud800"), -32700),
+        ("an empty body", Vec::new(), -32700),
+        ("a batch", br#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#.to_vec(), -32600),
+        ("no method", br#"{"jsonrpc":"2.0","id":1}"#.to_vec(), -32600),
+    ];
+    for (case, body, code) in cases {
+        let response = reqwest::Client::new()
+            .post(&backend.mcp_url)
+            .header("authorization", &bearer)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-11-25")
+            .body(body)
+            .send()
+            .await
+            .expect("HTTP request");
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{case}");
+        let message: Value = response.json().await.unwrap_or_else(|error| panic!("{case}: a JSON body: {error}"));
+        assert_eq!(message["jsonrpc"], "2.0", "{case}: {message}");
+        assert_eq!(message["error"]["code"], code, "{case}: {message}");
+        assert!(message["error"]["message"].as_str().is_some_and(|text| !text.is_empty()), "{case}: {message}");
+        assert!(message.get("result").is_none(), "{case}: {message}");
+        if code == -32700 {
+            assert_eq!(message["id"], Value::Null, "{case}: a parse error has no id");
+        }
+    }
+    assert_eq!(total(&backend).await, 0, "nothing was written");
+    assert!(backend.stop().await.success());
+}
+
+/// Waits (bounded) until the server closes `stream`; true when it did.
+async fn closed_by_the_server(stream: &mut tokio::net::TcpStream) -> bool {
+    use tokio::io::AsyncReadExt;
+    let mut buffer = [0_u8; 1024];
+    let closed = tokio::time::timeout(crate::support::PATIENCE, async {
+        loop {
+            match stream.read(&mut buffer).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+    })
+    .await;
+    closed.is_ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_and_slowloris_connections_are_closed_and_never_starve_health_or_a_key() {
+    use tokio::io::AsyncWriteExt;
+
+    let (_folder, database) = fresh_database();
+    let backend =
+        start_backend_with(&database, Some(KEY), &[("MAX_CONNECTIONS", "8"), ("HEADER_READ_TIMEOUT", "1")]).await;
+    // A slowloris: a request head that never ends, one byte of one header value at a time.
+    let slowloris = tokio::net::TcpStream::connect(address(&backend)).await.expect("connect");
+    let (mut slow_reader, mut slow_writer) = slowloris.into_split();
+    let host = address(&backend).to_owned();
+    let trickle = tokio::spawn(async move {
+        let mut bytes = format!("POST /mcp HTTP/1.1\r\nHost: {host}\r\nX-Lento: ");
+        while slow_writer.write_all(bytes.as_bytes()).await.is_ok() {
+            bytes = "a".to_owned();
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    });
+    // Twice as many idle connections as the cap, without a byte sent.
+    let mut idle = Vec::new();
+    for _ in 0..16 {
+        idle.push(tokio::net::TcpStream::connect(address(&backend)).await.expect("connect"));
+    }
+
+    let health = tokio::time::timeout(crate::support::PATIENCE, reqwest::get(format!("{}/health", backend.base_url)))
+        .await
+        .expect("health answered in time")
+        .expect("health");
+    assert_eq!(health.status(), StatusCode::OK);
+    let initialized = tokio::time::timeout(
+        crate::support::PATIENCE,
+        post(&backend, &[("authorization", &format!("Bearer {KEY}"))], initialize_body()),
+    )
+    .await
+    .expect("an authenticated request answered in time");
+    assert_eq!(initialized.status(), StatusCode::OK);
+
+    let mut slow_buffer = [0_u8; 64];
+    let slow_closed = tokio::time::timeout(crate::support::PATIENCE, async {
+        use tokio::io::AsyncReadExt;
+        loop {
+            match slow_reader.read(&mut slow_buffer).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+    })
+    .await;
+    assert!(slow_closed.is_ok(), "the slowloris connection was closed by the server");
+    trickle.abort();
+    for connection in &mut idle {
+        assert!(closed_by_the_server(connection).await, "every idle connection was closed by the server");
+    }
+    let logs = backend.stderr.all();
+    assert!(logs.contains("max_connections=8"), "the cap in force is logged:\n{logs}");
+    assert!(backend.stop().await.success(), "a clean shutdown after the abuse");
+}
+
+/// Reads `stream` (bounded) until its text contains `wanted`; panics if the server ends it first.
+async fn read_until(stream: &mut reqwest::Response, wanted: &str, what: &str) {
+    let mut text = String::new();
+    let found = tokio::time::timeout(crate::support::PATIENCE, async {
+        while !text.contains(wanted) {
+            match stream.chunk().await {
+                Ok(Some(chunk)) => text.push_str(&String::from_utf8_lossy(&chunk)),
+                Ok(None) | Err(_) => return false,
+            }
+        }
+        true
+    })
+    .await;
+    assert_eq!(found, Ok(true), "{what} ended or went silent before {wanted:?}; it carried:\n{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn live_streams_outlast_the_header_read_timeout_and_still_deliver() {
+    let (_folder, database) = fresh_database();
+    let backend = start_backend_with(&database, Some(KEY), &[("HEADER_READ_TIMEOUT", "1")]).await;
+    let bearer = format!("Bearer {KEY}");
+    let initialized = post(&backend, &[("authorization", &bearer)], initialize_body()).await;
+    let session = initialized.headers().get("mcp-session-id").expect("session").to_str().expect("ascii").to_owned();
+    let session_headers = [("authorization", bearer.as_str()), ("mcp-session-id", session.as_str())];
+    let notice = json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
+    assert_eq!(post(&backend, &session_headers, notice).await.status(), StatusCode::ACCEPTED);
+    let subscribe =
+        json!({"jsonrpc": "2.0", "id": 3, "method": "resources/subscribe", "params": {"uri": "cursos://catalogo"}});
+    assert_eq!(post(&backend, &session_headers, subscribe.to_string()).await.status(), StatusCode::OK);
+    // The session's GET stream (2025 era) and a listen stream, a POST answered with SSE (2026-07-28).
+    let mut session_stream = reqwest::Client::new()
+        .get(&backend.mcp_url)
+        .header("authorization", &bearer)
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-11-25")
+        .header("accept", "text/event-stream")
+        .send()
+        .await
+        .expect("GET stream");
+    assert_eq!(session_stream.status(), StatusCode::OK);
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                      "io.modelcontextprotocol/clientInfo": {"name": "bordas", "version": "1"},
+                      "io.modelcontextprotocol/clientCapabilities": {}});
+    let listen = json!({"jsonrpc": "2.0", "id": "escuta", "method": "subscriptions/listen",
+                        "params": {"_meta": meta, "notifications": {"resourcesListChanged": true}}});
+    let modern = [
+        ("authorization", bearer.as_str()),
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "subscriptions/listen"),
+    ];
+    let mut listen_stream = post(&backend, &modern, listen.to_string()).await;
+    assert_eq!(listen_stream.status(), StatusCode::OK);
+    read_until(&mut listen_stream, "notifications/subscriptions/acknowledged", "the listen stream").await;
+
+    // A connection opened after both streams, closed by the header-read timeout: by then both
+    // streams have been open longer than the timeout.
+    let mut probe = tokio::net::TcpStream::connect(address(&backend)).await.expect("connect");
+    assert!(closed_by_the_server(&mut probe).await, "the idle probe was closed by the header-read timeout");
+
+    let created =
+        post(&backend, &[("authorization", &bearer), ("mcp-session-id", &session)], create_body("Ao vivo")).await;
+    assert_eq!(created.status(), StatusCode::OK);
+    read_until(&mut session_stream, "notifications/resources/", "the session's GET stream").await;
+    read_until(&mut listen_stream, "notifications/resources/list_changed", "the listen stream").await;
+    assert!(backend.stop().await.success(), "open streams end at shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_cap_over_the_open_files_limit_is_refused_at_start_naming_the_setting() {
+    let (_folder, database) = fresh_database();
+    let mut child = tokio::process::Command::new(crate::support::binary("mcp-cursos-backend"))
+        .env_clear()
+        .env("HOST", "127.0.0.1")
+        .env("PORT", "0")
+        .env("DATABASE_PATH", &database)
+        .env("API_KEY", KEY)
+        // Over any open-files limit the backend may raise itself to (2^20).
+        .env("MAX_CONNECTIONS", "100000000")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn backend");
+    let mut stderr = child.stderr.take().expect("stderr");
+    let status =
+        tokio::time::timeout(crate::support::PATIENCE, child.wait()).await.expect("exited in time").expect("status");
+    let mut text = String::new();
+    tokio::io::AsyncReadExt::read_to_string(&mut stderr, &mut text).await.expect("stderr");
+    assert!(!status.success(), "refused, not lowered nor ignored:\n{text}");
+    assert!(text.contains("MAX_CONNECTIONS=100000000 needs"), "the setting and its value come first:\n{text}");
+    assert!(!text.contains("listening"), "{text}");
+}

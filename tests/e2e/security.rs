@@ -466,3 +466,96 @@ async fn over_the_rate_limit_a_key_gets_429_with_retry_after_and_nothing_is_exec
     assert_no_key_in_logs(&backend, &[&limited, &other]);
     assert!(backend.stop().await.success());
 }
+
+/// A 2025-era session opened with `key` over raw HTTP (initialize, then `notifications/initialized`).
+async fn open_session(backend: &Backend, key: &str) -> reqwest::Response {
+    post(backend, &[("authorization", &bearer(key)), ("mcp-protocol-version", "2025-11-25")], initialize_body()).await
+}
+
+fn session_id(response: &reqwest::Response) -> String {
+    response.headers().get("mcp-session-id").expect("a session id").to_str().expect("ascii").to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_over_its_session_cap_is_refused_while_another_key_is_not() {
+    let (folder, database) = fresh_database();
+    let keys_file = folder.path().join("chaves");
+    let busy = create_key(&keys_file, "painel", "leitura");
+    let other = create_key(&keys_file, "ci", "escrita");
+    let backend = start_backend_with_keys_file(&database, &keys_file, &[("MAX_SESSIONS_PER_KEY", "2")]).await;
+    let mut sessions = Vec::new();
+    for _ in 0..2 {
+        let response = open_session(&backend, &busy).await;
+        assert_eq!(response.status(), StatusCode::OK);
+        sessions.push(session_id(&response));
+    }
+    let refused = open_session(&backend, &busy).await;
+    assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS, "a third session for the same key");
+    assert!(refused.headers().get("mcp-session-id").is_none(), "no session was opened");
+    let body: Value = refused.json().await.expect("a JSON body");
+    assert_eq!(body["error"], "too_many_sessions", "{body}");
+    assert!(body["message"].as_str().expect("message").contains("MAX_SESSIONS_PER_KEY=2"), "{body}");
+
+    let accepted = open_session(&backend, &other).await;
+    assert_eq!(accepted.status(), StatusCode::OK, "the cap is per key: another key opens its session");
+    assert_eq!(catalog_in_one_request(&backend, &busy).await["total"], 0, "requests without a session still work");
+
+    let deleted = reqwest::Client::new()
+        .delete(&backend.mcp_url)
+        .header("authorization", bearer(&busy))
+        .header("mcp-session-id", &sessions[0])
+        .send()
+        .await
+        .expect("delete");
+    assert!(deleted.status().is_success(), "{}", deleted.status());
+    let reopened = open_session(&backend, &busy).await;
+    assert_eq!(reopened.status(), StatusCode::OK, "a closed session frees its place");
+    assert_eq!(open_session(&backend, &busy).await.status(), StatusCode::TOO_MANY_REQUESTS, "and only one");
+    let health: Value =
+        reqwest::get(format!("{}/health", backend.base_url)).await.expect("health").json().await.expect("json");
+    assert_eq!(health["sessions"], 3, "two for one key, one for the other: {health}");
+    let logs = backend.stderr.all();
+    assert!(logs.contains("painel") && logs.contains("holds its most open sessions"), "{logs}");
+    assert_no_key_in_logs(&backend, &[&busy, &other]);
+    assert!(backend.stop().await.success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tools_call_with_arguments_that_are_not_an_object_is_invalid_params_on_both_eras() {
+    let (folder, database) = fresh_database();
+    let keys_file = folder.path().join("chaves");
+    let writer = create_key(&keys_file, "ci", "escrita");
+    let backend = start_backend_with_keys_file(&database, &keys_file, &[]).await;
+    let authorization = bearer(&writer);
+    let opened = open_session(&backend, &writer).await;
+    assert_eq!(opened.status(), StatusCode::OK);
+    let session = session_id(&opened);
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
+    let legacy_headers = [
+        ("authorization", authorization.as_str()),
+        ("mcp-protocol-version", "2025-11-25"),
+        ("mcp-session-id", session.as_str()),
+    ];
+    assert_eq!(post(&backend, &legacy_headers, initialized).await.status(), StatusCode::ACCEPTED);
+
+    for arguments in [json!([1]), json!("x"), json!(7), json!(true)] {
+        let params = json!({"name": "criar_curso", "arguments": arguments});
+        let modern =
+            post(&backend, &modern_headers(&authorization), modern_body("tools/call", params.clone(), MODERN)).await;
+        let legacy_body = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": params}).to_string();
+        let legacy = post(&backend, &legacy_headers, legacy_body).await;
+        for (era, response) in [("2026-07-28", modern), ("2025-11-25", legacy)] {
+            assert_eq!(response.status(), StatusCode::OK, "{era}, arguments {arguments}");
+            let message = jsonrpc_message(response).await;
+            assert_eq!(message["error"]["code"], -32602, "{era}, arguments {arguments}: {message}");
+            let text = message["error"]["message"].as_str().expect("message");
+            assert!(text.contains("Parâmetros inválidos para tools/call") && text.contains("'arguments'"), "{text}");
+        }
+    }
+    let unknown =
+        post(&backend, &legacy_headers, json!({"jsonrpc": "2.0", "id": 10, "method": "cursos/apagar"}).to_string())
+            .await;
+    assert_eq!(jsonrpc_message(unknown).await["error"]["code"], -32601, "an unknown method is still unknown");
+    assert_eq!(catalog_in_one_request(&backend, &writer).await["total"], 0, "nothing was executed");
+    assert!(backend.stop().await.success());
+}

@@ -112,7 +112,11 @@ async fn wait_until_reclaimed(backend: &Backend) -> std::time::Duration {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn abandoned_sessions_are_reclaimed_and_memory_stays_flat() {
     let (_folder, database) = fresh_database();
-    let backend = start_backend_with(&database, Some(KEY), &[("SESSION_IDLE_TIMEOUT", "3")]).await;
+    // One key opens every session here: the per-key cap (ADR 0023) is raised so that memory per
+    // session is what this measures.
+    let backend =
+        start_backend_with(&database, Some(KEY), &[("SESSION_IDLE_TIMEOUT", "3"), ("MAX_SESSIONS_PER_KEY", "10000")])
+            .await;
     let target = Arc::new(Target {
         http: reqwest::Client::new(),
         mcp_url: backend.mcp_url.clone(),

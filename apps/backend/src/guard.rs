@@ -70,15 +70,37 @@ impl RequestGuard {
         self.hosts.iter().any(|entry| entry.host == host && (entry.port.is_none() || entry.port == port))
     }
 
-    fn check(&self, headers: &HeaderMap, uri_authority: Option<&str>) -> Result<(), &'static str> {
-        let host = match headers.get(header::HOST) {
-            Some(value) => value.to_str().map_err(|_| "Host header is not valid")?,
-            None => uri_authority.ok_or("Host header is missing")?,
-        };
-        let (host, port) = split_host_port(host).ok_or("Host header is not valid")?;
-        if !self.allows_host(&host, port) {
-            return Err("Host header is not allowed");
+    fn check(&self, headers: &HeaderMap, uri_authority: Option<&str>) -> Result<(), Refusal> {
+        for name in [header::HOST, header::ORIGIN] {
+            if headers.get_all(&name).iter().nth(1).is_some() {
+                // Which one counts would be up to each hop of a proxy chain: none does.
+                return Err(Refusal::Ambiguous(if name == header::HOST {
+                    "more than one Host header"
+                } else {
+                    "more than one Origin header"
+                }));
+            }
         }
+        // An absolute-form target (`POST http://host/mcp`) names the host that counts (RFC 9112
+        // 3.2.2): it must be allowed, and so must the Host header beside it.
+        if let Some(authority) = uri_authority {
+            let (host, port) = split_host_port(authority).ok_or(Refusal::Forbidden("request target is not valid"))?;
+            if !self.allows_host(&host, port) {
+                return Err(Refusal::Forbidden("request target host is not allowed"));
+            }
+        }
+        let host = match headers.get(header::HOST) {
+            Some(value) => value.to_str().map_err(|_| Refusal::Forbidden("Host header is not valid"))?,
+            None => uri_authority.ok_or(Refusal::Forbidden("Host header is missing"))?,
+        };
+        let (host, port) = split_host_port(host).ok_or(Refusal::Forbidden("Host header is not valid"))?;
+        if !self.allows_host(&host, port) {
+            return Err(Refusal::Forbidden("Host header is not allowed"));
+        }
+        self.check_origin(headers).map_err(Refusal::Forbidden)
+    }
+
+    fn check_origin(&self, headers: &HeaderMap) -> Result<(), &'static str> {
         let Some(origin) = headers.get(header::ORIGIN) else {
             return Ok(());
         };
@@ -102,6 +124,15 @@ impl RequestGuard {
     }
 }
 
+/// Why a request was refused before authentication.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Refusal {
+    /// 400: a header that must appear once appears more often.
+    Ambiguous(&'static str),
+    /// 403: a host or origin this server does not answer to.
+    Forbidden(&'static str),
+}
+
 /// Splits `host`, `host:port`, `[v6]`, `[v6]:port` or a bare IPv6 address; the host is lowercased.
 fn split_host_port(text: &str) -> Option<(String, Option<u16>)> {
     let text = text.trim();
@@ -120,7 +151,8 @@ fn split_host_port(text: &str) -> Option<(String, Option<u16>)> {
     (!host.is_empty()).then(|| (host.to_ascii_lowercase(), port))
 }
 
-/// Axum middleware: 403 unless Host (and Origin, when present) are allowed.
+/// Axum middleware: 400 for a repeated Host or Origin header, 403 unless Host, the request
+/// target's host (absolute form) and Origin (when present) are allowed.
 pub(crate) async fn check_host_and_origin(
     State(guard): State<Arc<RequestGuard>>,
     request: Request,
@@ -129,7 +161,12 @@ pub(crate) async fn check_host_and_origin(
     let authority = request.uri().authority().map(|authority| authority.as_str().to_owned());
     match guard.check(request.headers(), authority.as_deref()) {
         Ok(()) => next.run(request).await,
-        Err(reason) => {
+        Err(Refusal::Ambiguous(reason)) => {
+            tracing::warn!(reason, "request refused by the Host/Origin check");
+            (StatusCode::BAD_REQUEST, axum::Json(serde_json::json!({ "error": format!("Bad Request: {reason}") })))
+                .into_response()
+        }
+        Err(Refusal::Forbidden(reason)) => {
             tracing::warn!(reason, "request refused by the Host/Origin check");
             (StatusCode::FORBIDDEN, axum::Json(serde_json::json!({ "error": format!("Forbidden: {reason}") })))
                 .into_response()
@@ -191,6 +228,33 @@ mod tests {
         {
             assert!(guard.check(&headers(loopback, Some(origin)), None).is_err(), "{origin}");
         }
+    }
+
+    #[test]
+    fn a_repeated_host_or_origin_is_ambiguous_whichever_comes_first() {
+        let guard = RequestGuard::loopback();
+        for (name, first, second) in [
+            (header::HOST, "127.0.0.1:3000", "evil.example.com"),
+            (header::HOST, "127.0.0.1:3000", "127.0.0.1:3000"),
+            (header::ORIGIN, "http://localhost:3000", "https://evil.example.com"),
+        ] {
+            let mut headers = headers(Some("127.0.0.1:3000"), None);
+            headers.remove(&name);
+            headers.append(&name, HeaderValue::from_static(first));
+            headers.append(&name, HeaderValue::from_static(second));
+            assert!(matches!(guard.check(&headers, None), Err(Refusal::Ambiguous(_))), "{name}: {first}, {second}");
+        }
+    }
+
+    #[test]
+    fn an_absolute_form_target_must_name_an_allowed_host_too() {
+        let guard = RequestGuard::loopback();
+        let loopback = headers(Some("127.0.0.1:3000"), None);
+        assert!(matches!(guard.check(&loopback, Some("evil.example")), Err(Refusal::Forbidden(_))));
+        assert!(matches!(guard.check(&loopback, Some("user@127.0.0.1:3000")), Err(Refusal::Forbidden(_))));
+        assert_eq!(guard.check(&loopback, Some("localhost:3000")), Ok(()));
+        let foreign = headers(Some("evil.example"), None);
+        assert!(matches!(guard.check(&foreign, Some("127.0.0.1:3000")), Err(Refusal::Forbidden(_))));
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! The mcp-cursos HTTP backend: the server library over Streamable HTTP, behind an API key.
 //!
 //! [`app`] builds the whole router (tests drive it directly); [`serve`] runs it on a listener
-//! with `TCP_NODELAY` on every accepted socket and a graceful shutdown. The binary only reads
+//! (HTTP/1.1, `TCP_NODELAY`, the header-read timeout and the connection cap of
+//! [`ConnectionLimits`], a graceful shutdown). The binary only reads
 //! its [`Settings`], opens the store and calls these.
 //!
 //! | route | auth | what |
@@ -12,25 +13,30 @@
 //! | `GET /ready` | none | readiness: 200 when the database answers and can take durable writes, 503 with a `reason` otherwise |
 //! | `GET /metrics` | none (only with `METRICS=true`) | Prometheus metrics: requests by method and status, latencies, sessions, subscriptions, pool |
 //!
-//! Every route first passes the Host/Origin check ([`RequestGuard`]): 403 otherwise. Then every
+//! Every route first passes the Host/Origin check ([`RequestGuard`]): 400 for a repeated header,
+//! 403 otherwise. Then every
 //! `/mcp` request is authenticated by the [`Keyring`] (401 otherwise), counted against its key's
-//! [`RateLimit`] when one is set (429 otherwise), and reaches rmcp carrying its
+//! [`RateLimit`] when one is set (429 otherwise), has its body checked (400 with a JSON-RPC error
+//! when it is not JSON-RPC) and its key's open sessions counted (429 over the cap), and reaches rmcp carrying its
 //! [`Caller`](mcp_server::Caller) in the request extensions: the server reads the caller's scope
 //! there on every call.
 
 #![deny(missing_docs)]
 
 mod api_key;
+mod connections;
 mod guard;
+mod jsonrpc_body;
 mod key_name;
 mod keyring;
 mod keys_file;
 mod metrics;
 pub mod probe;
 mod rate_limit;
+mod session_cap;
 mod settings;
 
-use std::num::NonZeroU32;
+use std::num::{NonZeroU32, NonZeroUsize};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -40,7 +46,6 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use axum::serve::ListenerExt;
 use std::time::Duration;
 
 use mcp_server::{Caller, CursosServer, Scope, ServerState};
@@ -51,7 +56,11 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 pub use api_key::{ApiKey, ApiKeyError};
+pub use connections::{
+    ConnectionCapError, ConnectionLimits, DEFAULT_MAX_CONNECTIONS, RESERVED_DESCRIPTORS, raise_open_files_limit,
+};
 pub use guard::{AllowedHostError, RequestGuard};
+pub use jsonrpc_body::BODY_READ_TIMEOUT;
 pub use key_name::{KeyName, KeyNameError};
 pub use keyring::{Keyring, RELOAD_INTERVAL, Reload};
 pub use keys_file::{
@@ -79,6 +88,8 @@ pub struct AppConfig {
     pub session_idle_timeout: Duration,
     /// Serve Prometheus metrics on `GET /metrics` (and count requests for them).
     pub metrics: bool,
+    /// Most open sessions per key (stateful mode); an `initialize` beyond it gets 429.
+    pub max_sessions_per_key: NonZeroUsize,
 }
 
 /// Who may call `/mcp`.
@@ -151,6 +162,15 @@ pub fn app(state: ServerState, config: AppConfig, shutdown: CancellationToken) -
         Some(metrics) => mcp_routes.route_layer(middleware::from_fn_with_state(Arc::clone(metrics), time_mcp_request)),
         None => mcp_routes,
     };
+    let mcp_routes = match &sessions {
+        Some(manager) => {
+            let cap = session_cap::SessionCap::new(Arc::clone(manager), config.max_sessions_per_key);
+            mcp_routes.route_layer(middleware::from_fn_with_state(Arc::new(cap), session_cap::limit_sessions_per_key))
+        }
+        None => mcp_routes,
+    };
+    // Layers run from the last added: the key, then the body, then the session cap.
+    let mcp_routes = mcp_routes.route_layer(middleware::from_fn(jsonrpc_body::check_jsonrpc_body));
     let mcp_routes = mcp_routes.route_layer(middleware::from_fn_with_state(Arc::new(gate), authenticate));
     let health = Health { state, sessions, metrics: metrics.clone() };
     let mut router = Router::new().route("/health", get(liveness)).route("/ready", get(readiness));
@@ -185,20 +205,70 @@ fn session_closer(manager: &Arc<LocalSessionManager>) -> mcp_server::SessionClos
 
 /// Serves `router` on `listener` until `shutdown` is cancelled, then lets in-flight requests finish.
 ///
+/// HTTP/1.1 only, with `TCP_NODELAY` on every accepted socket. At most
+/// [`ConnectionLimits::max_connections`] connections are served at once: beyond it the loop stops
+/// accepting, and new connections wait in the kernel's listen backlog until one closes. A
+/// connection that does not send a complete request head within
+/// [`ConnectionLimits::header_read_timeout`] of opening, or of its previous response, is closed
+/// (slowloris and idle keep-alive connections alike); a response being streamed (SSE) is never
+/// cut by it.
+///
 /// # Errors
-/// When the listener fails.
+/// Only if the connection permits were closed, which nothing does: accept errors are logged and
+/// retried.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     router: Router,
     shutdown: CancellationToken,
+    limits: ConnectionLimits,
 ) -> std::io::Result<()> {
-    let listener = listener.tap_io(|stream| {
+    let permits = Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
+    let connections = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(hyper_util::rt::TokioTimer::new()).header_read_timeout(limits.header_read_timeout);
+    loop {
+        let permit = tokio::select! {
+            permit = Arc::clone(&permits).acquire_owned() => permit.map_err(std::io::Error::other)?,
+            () = shutdown.cancelled() => break,
+        };
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _remote)) => stream,
+                Err(error) => {
+                    accept_failed(&error).await;
+                    continue;
+                }
+            },
+            () = shutdown.cancelled() => break,
+        };
         // Without it, small SSE frames wait ~40 ms behind Nagle's algorithm.
         if let Err(error) = stream.set_nodelay(true) {
             tracing::warn!(%error, "cannot set TCP_NODELAY on an accepted socket");
         }
-    });
-    axum::serve(listener, router).with_graceful_shutdown(async move { shutdown.cancelled().await }).await
+        let service = hyper_util::service::TowerToHyperService::new(router.clone());
+        let connection = connections.watch(http.serve_connection(hyper_util::rt::TokioIo::new(stream), service));
+        tokio::spawn(async move {
+            if let Err(error) = connection.await {
+                tracing::debug!(%error, "connection ended with an error");
+            }
+            drop(permit);
+        });
+    }
+    drop(listener);
+    connections.shutdown().await;
+    Ok(())
+}
+
+/// An accept error: a connection reset before it was accepted is skipped; anything else (such as
+/// running out of descriptors) is logged and retried after a pause, as hyper and axum do.
+async fn accept_failed(error: &std::io::Error) {
+    use std::io::ErrorKind;
+    if matches!(error.kind(), ErrorKind::ConnectionRefused | ErrorKind::ConnectionAborted | ErrorKind::ConnectionReset)
+    {
+        return;
+    }
+    tracing::error!(%error, "cannot accept a connection; retrying in 1 s");
+    tokio::time::sleep(Duration::from_secs(1)).await;
 }
 
 async fn liveness(State(health): State<Health>) -> impl IntoResponse {
@@ -259,11 +329,7 @@ async fn time_mcp_request(State(metrics): State<Arc<Metrics>>, request: Request,
 
     let (parts, body) = request.into_parts();
     let Ok(bytes) = axum::body::to_bytes(body, MAX_REQUEST_BODY_BYTES).await else {
-        return (
-            StatusCode::PAYLOAD_TOO_LARGE,
-            axum::Json(json!({ "error": "payload_too_large", "message": "the request body is over 1 MiB" })),
-        )
-            .into_response();
+        return jsonrpc_body::payload_too_large();
     };
     let mut timer = metrics.start(method_label(&parts.method, &bytes));
     let response = next.run(Request::from_parts(parts, axum::body::Body::from(bytes))).await;
@@ -277,10 +343,19 @@ async fn time_mcp_request(State(metrics): State<Arc<Metrics>>, request: Request,
     Response::from_parts(parts, axum::body::Body::from_stream(body))
 }
 
-/// The `/mcp` gate: 401 with `WWW-Authenticate: Bearer` unless the request carries an accepted
-/// key, then 429 with `Retry-After` when that key is over its rate limit; otherwise the request
+/// The `/mcp` gate: 400 for more than one `Authorization` header, 401 with `WWW-Authenticate:
+/// Bearer` unless the request carries an accepted key, then 429 with `Retry-After` when that key is over its rate limit; otherwise the request
 /// goes on to rmcp with its [`Caller`] in its extensions. Keys are never logged; names are.
 async fn authenticate(State(gate): State<Arc<Gate>>, mut request: Request, next: Next) -> Response {
+    if request.headers().get_all(header::AUTHORIZATION).iter().nth(1).is_some() {
+        // Which one would count is up to each hop of a proxy chain: none does.
+        tracing::warn!("request refused: more than one Authorization header");
+        return (
+            StatusCode::BAD_REQUEST,
+            axum::Json(json!({ "error": "bad_request", "message": "more than one Authorization header" })),
+        )
+            .into_response();
+    }
     let caller = match &gate.access {
         Access::NoAuth => Caller::new(KeyName::NO_AUTH, Scope::Write),
         Access::Keys(keyring) => {

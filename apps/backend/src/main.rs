@@ -5,7 +5,9 @@ use std::io::{IsTerminal, Write};
 use anyhow::Context;
 use std::time::Duration;
 
-use backend::{Access, ApiKey, AppConfig, Command, Keyring, KeysCommand, RequestGuard, SessionMode, Settings};
+use backend::{
+    Access, ApiKey, AppConfig, Command, ConnectionLimits, Keyring, KeysCommand, RequestGuard, SessionMode, Settings,
+};
 use clap::Parser;
 use courses_domain::{Catalog, PostgresStore, SqliteStore};
 use mcp_server::{ServerOptions, ServerState};
@@ -42,6 +44,12 @@ async fn main() -> anyhow::Result<()> {
         .context("invalid ALLOWED_HOSTS")?
         .with_origins(settings.allowed_origins.iter().map(String::as_str));
     let configured_key = settings.api_key.as_deref().map(ApiKey::parse).transpose().context("invalid API_KEY")?;
+    let open_files = backend::raise_open_files_limit().unwrap_or(u64::MAX);
+    let limits = ConnectionLimits::for_open_files(
+        settings.max_connections,
+        open_files,
+        Duration::from_secs(settings.header_read_timeout),
+    )?;
     let (catalog, postgres) = open_catalog(settings.database_url.as_deref(), &settings.database_path)?;
 
     let listener = tokio::net::TcpListener::bind((settings.host.as_str(), settings.port))
@@ -98,11 +106,19 @@ async fn main() -> anyhow::Result<()> {
         session_mode: settings.session_mode,
         session_idle_timeout: Duration::from_secs(settings.session_idle_timeout),
         metrics: settings.metrics,
+        max_sessions_per_key: settings.max_sessions_per_key,
     };
     let router = backend::app(state, config, shutdown.clone());
     tokio::spawn(stop_on_signal(shutdown.clone()));
+    tracing::info!(
+        max_connections = limits.max_connections,
+        open_files,
+        header_read_timeout = ?limits.header_read_timeout,
+        max_sessions_per_key = settings.max_sessions_per_key,
+        "connection limits"
+    );
     tracing::info!(%url, session_mode = ?settings.session_mode, "mcp-cursos-backend listening");
-    backend::serve(listener, router, shutdown).await.context("the HTTP server failed")?;
+    backend::serve(listener, router, shutdown, limits).await.context("the HTTP server failed")?;
     tracing::info!("mcp-cursos-backend stopped");
     Ok(())
 }

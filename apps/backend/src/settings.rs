@@ -1,6 +1,6 @@
 //! [`Settings`]: the backend's configuration, from flags with the environment as fallback.
 
-use std::num::NonZeroU32;
+use std::num::{NonZeroU32, NonZeroUsize};
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -82,6 +82,23 @@ pub struct Settings {
     /// Seconds of inactivity after which a session is closed (stateful mode).
     #[arg(long, env = "SESSION_IDLE_TIMEOUT", default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..=86_400))]
     pub session_idle_timeout: u64,
+
+    /// Most open MCP sessions per key (stateful mode); an `initialize` beyond it gets 429 until
+    /// one of the key's sessions is closed (DELETE) or expires (SESSION_IDLE_TIMEOUT).
+    #[arg(long, env = "MAX_SESSIONS_PER_KEY", default_value_t = NonZeroUsize::new(64).expect("not zero"))]
+    pub max_sessions_per_key: NonZeroUsize,
+
+    /// Most TCP connections served at once; more wait in the listen backlog until one closes.
+    /// Default 4096, lowered to what the open-files limit leaves (raised to its hard limit at
+    /// start, 128 descriptors kept for the rest); a value that does not fit is refused at start.
+    #[arg(long, env = "MAX_CONNECTIONS")]
+    pub max_connections: Option<NonZeroUsize>,
+
+    /// Seconds a connection may take to send a complete request head, counted from when it opens
+    /// or from its previous response (so also the idle keep-alive timeout); then it is closed.
+    /// Streamed responses (SSE) are not cut by it.
+    #[arg(long, env = "HEADER_READ_TIMEOUT", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub header_read_timeout: u64,
 
     /// Also expose read-only tools mirroring the resources (listar_cursos, ler_curso), for hosts
     /// that give the model tools but not resources. Off by default: duplicates confuse models.

@@ -242,3 +242,73 @@ pub(crate) fn scope_refused(tool: &str, caller: &Caller) -> McpError {
         Some(json!({ "tool": tool, "escopo": caller.scope().as_str() })),
     )
 }
+
+/// The methods this server serves on both eras that rmcp reads into typed parameters. A request
+/// naming one whose parameters do not fit (`"arguments": [1]` in `tools/call`) reaches the server
+/// as a custom request; it is refused as invalid parameters, not as an unknown method.
+const TYPED_METHODS: [&str; 10] = [
+    "ping",
+    "tools/call",
+    "tools/list",
+    "resources/read",
+    "resources/list",
+    "resources/templates/list",
+    "prompts/get",
+    "prompts/list",
+    "completion/complete",
+    "subscriptions/listen",
+];
+
+/// Served on 2025-era connections only: 2026-07-28 removed them, and rmcp hands them over as
+/// custom requests, which must stay unknown methods there (-32601, HTTP 404).
+const LEGACY_TYPED_METHODS: [&str; 3] = ["initialize", "resources/subscribe", "resources/unsubscribe"];
+
+/// A request rmcp could not read into a known method's parameters, or a method it does not know
+/// (on this request's era, `modern` for 2026-07-28): -32602 in Portuguese for the first (nothing
+/// runs), -32601 for the second.
+pub(crate) fn unreadable_request(method: &str, modern: bool) -> McpError {
+    let known = TYPED_METHODS.contains(&method) || (!modern && LEGACY_TYPED_METHODS.contains(&method));
+    if !known {
+        return McpError::new(rmcp::model::ErrorCode::METHOD_NOT_FOUND, method.to_owned(), None);
+    }
+    tracing::warn!(method, "request refused: its parameters do not have the method's shape");
+    let hint = if method == "tools/call" {
+        "'name' deve ser o nome da ferramenta (texto) e 'arguments', quando presente, um objeto JSON com os campos da \
+         ferramenta (por exemplo {\"titulo\": \"Rust\", \"cargaHoraria\": 20})."
+    } else {
+        "confira os nomes e os tipos dos campos de 'params' na especificação do MCP."
+    };
+    McpError::invalid_params(format!("Parâmetros inválidos para {method}: {hint}"), Some(json!({ "metodo": method })))
+}
+
+#[cfg(test)]
+mod unreadable_request_tests {
+    use rmcp::model::ErrorCode;
+
+    use super::unreadable_request;
+
+    #[test]
+    fn a_served_method_with_unreadable_params_is_invalid_params_in_portuguese() {
+        for modern in [false, true] {
+            let error = unreadable_request("tools/call", modern);
+            assert_eq!(error.code, ErrorCode::INVALID_PARAMS);
+            assert!(error.message.starts_with("Parâmetros inválidos para tools/call"), "{}", error.message);
+            assert_eq!(unreadable_request("resources/read", modern).code, ErrorCode::INVALID_PARAMS);
+        }
+        assert_eq!(unreadable_request("resources/subscribe", false).code, ErrorCode::INVALID_PARAMS);
+    }
+
+    #[test]
+    fn a_method_this_server_does_not_serve_stays_unknown() {
+        for method in ["cursos/apagar", "logging/setLevel", "tasks/get"] {
+            for modern in [false, true] {
+                let error = unreadable_request(method, modern);
+                assert_eq!(error.code, ErrorCode::METHOD_NOT_FOUND, "{method}");
+                assert_eq!(error.message, method);
+            }
+        }
+        for removed in ["initialize", "resources/subscribe", "resources/unsubscribe"] {
+            assert_eq!(unreadable_request(removed, true).code, ErrorCode::METHOD_NOT_FOUND, "{removed} on 2026-07-28");
+        }
+    }
+}

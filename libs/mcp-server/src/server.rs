@@ -634,6 +634,14 @@ impl ServerHandler for CursosServer {
         Ok(())
     }
 
+    async fn on_custom_request(
+        &self,
+        request: rmcp::model::CustomRequest,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CustomResult, McpError> {
+        Err(outcomes::unreadable_request(&request.method, is_modern(&context)))
+    }
+
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         let caller = caller_in(&context.extensions);
         let http_session = http_session_in(&context.extensions);

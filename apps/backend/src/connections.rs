@@ -1,0 +1,133 @@
+//! What one process lets TCP clients hold: open connections, and the time a connection may take to
+//! send a request head (ADR 0023).
+//!
+//! [`serve`](crate::serve) accepts a connection only while it holds one of
+//! [`ConnectionLimits::max_connections`] permits (beyond it, new connections wait in the kernel's
+//! listen backlog, holding no descriptor of ours), and hyper closes a connection that has not sent
+//! a complete request head within [`ConnectionLimits::header_read_timeout`] of opening or of its
+//! previous response: a slowloris or an idle keep-alive connection is reclaimed. The cap is kept
+//! below the process's open-files limit, which [`raise_open_files_limit`] raises to the hard limit
+//! at start, so that the database, the keys file and the log always have descriptors left.
+
+use std::num::NonZeroUsize;
+use std::time::Duration;
+
+/// Descriptors kept out of the connection cap for everything else the process opens: SQLite's
+/// file, WAL and shared memory per pooled connection, PostgreSQL sockets, the keys file and its
+/// lock, the listener, epoll and the standard streams.
+pub const RESERVED_DESCRIPTORS: u64 = 128;
+
+/// The connection cap when `MAX_CONNECTIONS` is not set (lowered when the open-files limit
+/// leaves less room).
+pub const DEFAULT_MAX_CONNECTIONS: usize = 4096;
+
+/// The soft open-files limit asked for at start: Linux's default `fs.nr_open`, above which
+/// `setrlimit` fails even under a higher hard limit.
+const OPEN_FILES_WANTED: u64 = 1 << 20;
+
+/// How the accept loop bounds what connections hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectionLimits {
+    /// Most connections served at once.
+    pub max_connections: usize,
+    /// Time allowed to send a complete request head, from when the connection opens or its
+    /// previous response ends (so also the keep-alive idle timeout).
+    pub header_read_timeout: Duration,
+}
+
+impl ConnectionLimits {
+    /// The cap for `open_files` descriptors: `requested`, or [`DEFAULT_MAX_CONNECTIONS`] lowered
+    /// to what the limit leaves after [`RESERVED_DESCRIPTORS`].
+    ///
+    /// # Errors
+    /// [`ConnectionCapError`] when `requested` does not fit under the limit, or no connection does.
+    pub fn for_open_files(
+        requested: Option<NonZeroUsize>,
+        open_files: u64,
+        header_read_timeout: Duration,
+    ) -> Result<Self, ConnectionCapError> {
+        let room = usize::try_from(open_files.saturating_sub(RESERVED_DESCRIPTORS)).unwrap_or(usize::MAX);
+        let max_connections = match requested {
+            Some(requested) if requested.get() > room => {
+                return Err(ConnectionCapError::OverOpenFiles { requested: requested.get(), open_files });
+            }
+            Some(requested) => requested.get(),
+            None if room == 0 => return Err(ConnectionCapError::NoRoom { open_files }),
+            None => DEFAULT_MAX_CONNECTIONS.min(room),
+        };
+        Ok(Self { max_connections, header_read_timeout })
+    }
+}
+
+/// Why no connection cap fits the open-files limit.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConnectionCapError {
+    /// `MAX_CONNECTIONS` asks for more than the descriptors left.
+    #[error(
+        "MAX_CONNECTIONS={requested} needs {needed} open files ({RESERVED_DESCRIPTORS} kept for the database and the rest), \
+         but the open-files limit is {open_files}: lower MAX_CONNECTIONS or raise the limit (ulimit -n, LimitNOFILE)",
+        needed = *requested as u64 + RESERVED_DESCRIPTORS
+    )]
+    OverOpenFiles {
+        /// The setting's value.
+        requested: usize,
+        /// The soft limit after raising it.
+        open_files: u64,
+    },
+    /// The limit leaves nothing for connections.
+    #[error(
+        "the open-files limit is {open_files}, not more than the {RESERVED_DESCRIPTORS} kept for the database and the rest: \
+         raise it (ulimit -n, LimitNOFILE)"
+    )]
+    NoRoom {
+        /// The soft limit after raising it.
+        open_files: u64,
+    },
+}
+
+/// Raises the soft open-files limit to the hard limit (at most 2^20) where the system allows it,
+/// and returns the soft limit in force; `None` when it cannot be read (the platform has none).
+#[must_use]
+pub fn raise_open_files_limit() -> Option<u64> {
+    match rlimit::increase_nofile_limit(OPEN_FILES_WANTED) {
+        Ok(limit) => Some(limit),
+        Err(error) => {
+            tracing::warn!(%error, "cannot raise the open-files limit");
+            rlimit::Resource::NOFILE.get().ok().map(|(soft, _hard)| soft)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TIMEOUT: Duration = Duration::from_secs(10);
+
+    #[test]
+    fn the_default_cap_is_lowered_to_what_the_open_files_limit_leaves() {
+        let roomy = ConnectionLimits::for_open_files(None, 1 << 20, TIMEOUT).expect("fits");
+        assert_eq!(roomy.max_connections, DEFAULT_MAX_CONNECTIONS);
+        let tight = ConnectionLimits::for_open_files(None, 1024, TIMEOUT).expect("fits");
+        assert_eq!(tight.max_connections, 1024 - 128);
+    }
+
+    #[test]
+    fn a_requested_cap_is_followed_or_refused_never_lowered() {
+        let requested = NonZeroUsize::new(896);
+        let exact = ConnectionLimits::for_open_files(requested, 1024, TIMEOUT).expect("fits");
+        assert_eq!(exact.max_connections, 896);
+        let over = ConnectionLimits::for_open_files(NonZeroUsize::new(897), 1024, TIMEOUT);
+        assert_eq!(over, Err(ConnectionCapError::OverOpenFiles { requested: 897, open_files: 1024 }));
+        let message = over.expect_err("refused").to_string();
+        assert!(message.starts_with("MAX_CONNECTIONS=897 needs 1025 open files"), "{message}");
+    }
+
+    #[test]
+    fn a_limit_that_leaves_no_room_is_refused() {
+        assert_eq!(
+            ConnectionLimits::for_open_files(None, 100, TIMEOUT),
+            Err(ConnectionCapError::NoRoom { open_files: 100 })
+        );
+    }
+}
