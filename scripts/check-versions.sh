@@ -40,6 +40,8 @@ for package in server.get("packages", []):
         check(f"server.json {package['identifier']}", package["identifier"].rsplit(":", 1)[-1])
     else:
         check(f"server.json {package['identifier']}", package.get("version"))
+    if package["registryType"] == "mcpb" and not package["identifier"].endswith(f"/v{version}/mcp-cursos-{version}.mcpb"):
+        bad.append(f"server.json: the bundle's URL {package['identifier']!r} is not the release of {version}")
 if f"## [{version}]" not in open("CHANGELOG.md").read():
     bad.append(f"CHANGELOG.md: no section '## [{version}]'")
 names = {

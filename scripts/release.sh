@@ -71,11 +71,21 @@ chmod 755 "$STAGE/mcpb/server/mcp-cursos-stdio"
 "$MCPB" pack "$STAGE/mcpb" "$DIST/mcp-cursos-$VERSION.mcpb" >"$STAGE/mcpb-pack.log" 2>&1 || { cat "$STAGE/mcpb-pack.log"; exit 1; }
 
 step "server.json"
-mkdir -p "$STAGE/registry/npm"
-cp server.json "$STAGE/registry/"; cp packaging/npm/mcp-cursos/package.json "$STAGE/registry/npm/"
-"$SKILLSAW" lint --quiet --no-progress --strict "$STAGE/registry"
-cp server.json "$DIST/"
+# The registry entry of the bundle names its file's SHA-256: the repository's server.json holds
+# zeros there, the published one (dist/) the bundle just packed.
+python3 - "$DIST/mcp-cursos-$VERSION.mcpb" <<'PY' > "$DIST/server.json"
+import hashlib, json, sys
+entry = json.load(open("server.json"))
+digest = hashlib.sha256(open(sys.argv[1], "rb").read()).hexdigest()
+for package in entry["packages"]:
+    if package["registryType"] == "mcpb":
+        package["fileSha256"] = digest
+print(json.dumps(entry, indent=2, ensure_ascii=False))
+PY
 
+mkdir -p "$STAGE/registry/npm"
+cp "$DIST/server.json" "$STAGE/registry/"; cp packaging/npm/mcp-cursos/package.json "$STAGE/registry/npm/"
+"$SKILLSAW" lint --quiet --no-progress --strict "$STAGE/registry"
 (cd "$DIST" && sha256sum -- * > SHA256SUMS)
 bash scripts/check-versions.sh >/dev/null
 step "dist/ for $VERSION:"

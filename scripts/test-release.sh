@@ -48,6 +48,11 @@ check() { # check DESCRIPTION COMMAND...: one test
 echo "-- artifacts of $VERSION"
 check "SHA256SUMS match every artifact" bash -c "cd '$DIST' && sha256sum --quiet -c SHA256SUMS"
 mkdir -p "$WORK/registry/npm"; cp "$DIST/server.json" "$WORK/registry/"; cp packaging/npm/mcp-cursos/package.json "$WORK/registry/npm/"
+check "dist/server.json names the bundle's SHA-256" python3 -c "
+import hashlib, json, sys
+entry = json.load(open('$DIST/server.json'))
+bundle = [p for p in entry['packages'] if p['registryType'] == 'mcpb'][0]
+assert bundle['fileSha256'] == hashlib.sha256(open('$DIST/mcp-cursos-$VERSION.mcpb', 'rb').read()).hexdigest(), bundle"
 check "server.json is valid for the MCP Registry (skillsaw, schema 2025-12-11) and names the npm package's mcpName" \
   "$SKILLSAW" lint --quiet --no-progress --strict "$WORK/registry"
 
