@@ -32,7 +32,8 @@ import sys
 import tempfile
 import threading
 import time
-from collections import deque
+
+import backend_process
 
 
 def setting(name, default, kind=int):
@@ -80,33 +81,10 @@ def start_backend(folder, keys_file):
         "METRICS": "true",
         "RUST_LOG": "info,rmcp=error",
     }
-    process = subprocess.Popen(
-        [BACKEND_BIN], env=environment, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE, text=True,
+    process, host, port, log, warnings = backend_process.start(
+        BACKEND_BIN, environment, "abuse", {"slow": lambda line: "stopped reading" in line or "fell behind" in line}
     )
-    log = deque(maxlen=200)
-    deadline = time.monotonic() + 60
-    url = None
-    while url is None:
-        line = process.stderr.readline()
-        if not line:
-            sys.exit("abuse: the backend exited before listening:\n" + "".join(log))
-        log.append(line)
-        if "listening" in line:
-            url = next((word[4:] for word in line.split() if word.startswith("url=")), None)
-        if time.monotonic() > deadline:
-            sys.exit("abuse: the backend did not listen within 60 s")
-    warnings = {"slow": 0}
-
-    def drain():
-        for line in process.stderr:
-            log.append(line)
-            if "stopped reading" in line or "fell behind" in line:
-                warnings["slow"] += 1
-
-    threading.Thread(target=drain, daemon=True).start()
-    host, port = url.split("//", 1)[1].split("/", 1)[0].rsplit(":", 1)
-    return process, host, int(port), log, warnings
+    return process, host, port, log, warnings
 
 
 def meta():

@@ -28,7 +28,8 @@ import sys
 import tempfile
 import threading
 import time
-from collections import deque
+
+import backend_process
 
 
 def setting(name, default, kind=int):
@@ -68,34 +69,10 @@ def start_backend(folder):
         "MAX_SESSIONS_PER_KEY": "100000",
         "RUST_LOG": "info,rmcp=warn",
     }
-    process = subprocess.Popen(
-        [BACKEND_BIN], env=environment, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE, text=True,
+    process, host, port, log, problems = backend_process.start(
+        BACKEND_BIN, environment, "soak", {"log_errors": lambda line: " ERROR " in line or "panicked" in line}
     )
-    log = deque(maxlen=200)
-    deadline = time.monotonic() + 60
-    url = None
-    while url is None:
-        line = process.stderr.readline()
-        if not line:
-            sys.exit("soak: the backend exited before listening:\n" + "".join(log))
-        log.append(line)
-        if "listening" in line:
-            url = next((word[4:] for word in line.split() if word.startswith("url=")), None)
-        if time.monotonic() > deadline:
-            sys.exit("soak: the backend did not listen within 60 s")
-    problems = {"log_errors": 0}
-
-    def drain():
-        for line in process.stderr:
-            log.append(line)
-            if " ERROR " in line or "panicked" in line:
-                problems["log_errors"] += 1
-
-    threading.Thread(target=drain, daemon=True).start()
-    host_port = url.split("//", 1)[1].split("/", 1)[0]
-    host, port = host_port.rsplit(":", 1)
-    return process, host, int(port), log, problems
+    return process, host, port, log, problems
 
 
 class Soak:
