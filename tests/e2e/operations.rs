@@ -73,7 +73,7 @@ async fn metrics_are_off_unless_enabled_and_ready_answers_once_the_database_does
 async fn readiness_fails_while_the_database_does_not_answer_and_recovers_after() {
     use diesel::{Connection, RunQueryDsl};
 
-    let schema = PostgresSchema::create();
+    let Some(schema) = PostgresSchema::create() else { return };
     let url = schema.url();
     let (_folder, unused_sqlite) = fresh_database();
     let backend =

@@ -299,13 +299,14 @@ pub(crate) struct PostgresSchema {
 }
 
 impl PostgresSchema {
-    pub(crate) fn create() -> Self {
+    /// `None` when PostgreSQL does not answer and `REQUIRE_POSTGRES` is not set: the caller
+    /// skips its test (announced once on stderr; ADR 0031).
+    pub(crate) fn create() -> Option<Self> {
         use diesel::{Connection, RunQueryDsl};
-        let base_url =
-            std::env::var("TEST_DATABASE_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
+        let base_url = courses_domain::testing::postgres_for_tests()?;
         let name = format!("e2e_{}", uuid_like());
         let mut connection = diesel::PgConnection::establish(&base_url)
-            .unwrap_or_else(|error| panic!("PostgreSQL is part of the test setup (TEST_DATABASE_URL): {error}"));
+            .unwrap_or_else(|error| panic!("PostgreSQL stopped answering (TEST_DATABASE_URL): {error}"));
         // pg_trgm is database-wide: kept in public so that dropping this schema drops no other's index.
         for statement in [
             format!("CREATE SCHEMA \"{name}\""),
@@ -313,7 +314,7 @@ impl PostgresSchema {
         ] {
             diesel::sql_query(statement).execute(&mut connection).expect("prepare the test schema");
         }
-        Self { base_url, name }
+        Some(Self { base_url, name })
     }
 
     /// The connection URI the apps get as `DATABASE_URL`: this schema first on the `search_path`.

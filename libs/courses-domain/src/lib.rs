@@ -27,6 +27,9 @@ mod workload_hours;
 
 #[cfg(test)]
 mod catalog_tests;
+#[cfg(any(test, feature = "test-support"))]
+#[doc(hidden)]
+pub mod testing;
 
 pub use catalog::{
     ArchiveCourseError, Catalog, CatalogObserver, CourseChange, CreateCourseError, Created, GetCourseError, NotReady,
