@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use courses_domain::{Catalog, OpenPostgresStoreError, OpenStoreError, PostgresStore, SqliteStore};
+pub use courses_domain::{DatabaseSettingError, OpenedDatabase, open_database};
 
 use crate::{ApiKey, Keyring, KeysFileError, RequestGuard, Settings};
 
@@ -23,93 +23,9 @@ impl SettingError {
     }
 }
 
-/// The catalog, and the PostgreSQL store when there is one (its replicas' changes are followed).
-#[derive(Debug)]
-pub struct OpenedDatabase {
-    /// The catalog on the store chosen.
-    pub catalog: Catalog,
-    /// The PostgreSQL store, when `DATABASE_URL` chose it.
-    pub postgres: Option<PostgresStore>,
-    /// What was opened, for the log: `postgresql` or the SQLite file's absolute path.
-    pub description: String,
-}
-
-/// Opens the catalog's store: PostgreSQL when `database_url` is set (it must then be a
-/// `postgres://` or `postgresql://` URL), else the SQLite file at `database_path`. Both are
-/// migrated. A store that cannot be opened fails at once with its cause (only a PostgreSQL server
-/// that is not up yet is waited for, about 2 s).
-///
-/// # Errors
-/// [`SettingError`] naming `DATABASE_URL` or `DATABASE_PATH`.
-pub fn open_database(database_url: Option<&str>, database_path: &Path) -> Result<OpenedDatabase, SettingError> {
-    match database_url {
-        Some(url) if PostgresStore::handles(url) => {
-            let store = PostgresStore::open(url).map_err(|error| postgres_error(&error))?;
-            Ok(OpenedDatabase {
-                catalog: Catalog::new(store.clone()),
-                postgres: Some(store),
-                description: "postgresql".to_owned(),
-            })
-        }
-        // Never the value: it may hold a password.
-        Some(_) => Err(SettingError(
-            "DATABASE_URL is set but is not a PostgreSQL URL (postgres://… or postgresql://…); \
-             fix it, or unset it to keep the catalog in the SQLite file of DATABASE_PATH"
-                .to_owned(),
-        )),
-        None => {
-            let absolute = absolute(database_path);
-            let store = SqliteStore::open(&absolute).map_err(|error| sqlite_error(&error, database_path, &absolute))?;
-            Ok(OpenedDatabase { catalog: Catalog::new(store), postgres: None, description: absolute.display().to_string() })
-        }
-    }
-}
-
 /// `path` made absolute against the working directory (as given when that fails).
 fn absolute(path: &Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_owned())
-}
-
-/// The deepest cause of `error`: what the system or the database said.
-fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut cause = error;
-    while let Some(next) = cause.source() {
-        cause = next;
-    }
-    cause.to_string().split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-fn sqlite_error(error: &OpenStoreError, given: &Path, absolute: &Path) -> SettingError {
-    let cause = root_cause(error);
-    let given = if given == absolute {
-        String::new()
-    } else {
-        format!(" (given as {}, from the working directory)", given.display())
-    };
-    let what = match error {
-        OpenStoreError::CreateFolder { path, .. } => format!("cannot create the folder {}", path.display()),
-        OpenStoreError::Open { .. } => "cannot open the SQLite file".to_owned(),
-        OpenStoreError::Migrate { .. } => "cannot migrate the SQLite file".to_owned(),
-    };
-    SettingError(format!(
-        "{cause}: {what} for DATABASE_PATH={}{given}; set DATABASE_PATH to a file this user can create and write",
-        absolute.display()
-    ))
-}
-
-fn postgres_error(error: &OpenPostgresStoreError) -> SettingError {
-    let cause = root_cause(error);
-    let (what, change) = match error {
-        OpenPostgresStoreError::Migrate { .. } => (
-            "cannot migrate the PostgreSQL database of DATABASE_URL",
-            "the role needs to create tables (and the pg_trgm extension) there",
-        ),
-        _ => (
-            "cannot connect to the PostgreSQL database of DATABASE_URL",
-            "check its host, port, role, password and database name",
-        ),
-    };
-    SettingError(format!("{cause}: {what} (value not shown: it may hold a password); {change}"))
 }
 
 /// Listens on `host:port`.
@@ -265,7 +181,7 @@ pub async fn check(settings: &Settings) -> Vec<Finding> {
     let (database_url, database_path) = (settings.database_url.clone(), settings.database_path.clone());
     let opened = tokio::task::spawn_blocking(move || open_database(database_url.as_deref(), &database_path))
         .await
-        .unwrap_or_else(|error| Err(SettingError(format!("{error}: the database check stopped"))));
+        .unwrap_or_else(|error| Err(DatabaseSettingError::stopped(&error)));
     match opened {
         Ok(opened) => {
             findings.push(Finding::Ok(format!("database {} opened and migrated", opened.description)));
@@ -283,7 +199,7 @@ pub async fn check(settings: &Settings) -> Vec<Finding> {
                 ));
             }
         }
-        Err(error) => findings.push(Finding::Error(error.0)),
+        Err(error) => findings.push(Finding::Error(error.to_string())),
     }
     findings
 }
