@@ -130,35 +130,38 @@ where
     }
 }
 
-/// Completes on SIGINT or SIGTERM (on Unix; SIGINT only elsewhere), with a log line naming it:
-/// the stop of [`serve_until`] for the binary.
-pub fn interrupted() -> impl Future<Output = ()> + Send + 'static {
-    async {
-        let interrupt = tokio::signal::ctrl_c();
-        #[cfg(unix)]
-        let terminate = async {
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(mut signal) => {
-                    signal.recv().await;
+/// Completes on SIGINT or SIGTERM (on Unix; Ctrl-C elsewhere), with a log line naming it: the
+/// stop of [`serve_until`] for the binary. The signals are caught from this call on (not from the
+/// first poll), so call it before telling anyone the app is ready. Must run inside a Tokio runtime.
+#[must_use]
+pub fn interrupted() -> Pin<Box<dyn Future<Output = ()> + Send + 'static>> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) {
+            (Ok(mut interrupt), Ok(mut terminate)) => Box::pin(async move {
+                tokio::select! {
+                    _ = interrupt.recv() => tracing::info!("SIGINT received, shutting down"),
+                    _ = terminate.recv() => tracing::info!("SIGTERM received, shutting down"),
                 }
+            }),
+            (Err(error), _) | (_, Err(error)) => {
+                tracing::warn!(%error, "cannot listen for SIGINT and SIGTERM: they stop the app abruptly");
+                Box::pin(std::future::pending())
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        Box::pin(async {
+            match tokio::signal::ctrl_c().await {
+                Ok(()) => tracing::info!("Ctrl-C received, shutting down"),
                 Err(error) => {
-                    tracing::warn!(%error, "cannot listen for SIGTERM");
+                    tracing::warn!(%error, "cannot listen for Ctrl-C");
                     std::future::pending::<()>().await;
                 }
             }
-        };
-        #[cfg(not(unix))]
-        let terminate = std::future::pending::<()>();
-        tokio::select! {
-            result = interrupt => match result {
-                Ok(()) => tracing::info!("SIGINT received, shutting down"),
-                Err(error) => {
-                    tracing::warn!(%error, "cannot listen for SIGINT");
-                    std::future::pending::<()>().await;
-                }
-            },
-            () = terminate => tracing::info!("SIGTERM received, shutting down"),
-        }
+        })
     }
 }
 

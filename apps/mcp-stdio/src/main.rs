@@ -79,6 +79,8 @@ async fn run() -> anyhow::Result<()> {
         let passed = mcp_cursos_stdio::check(settings.database_url.as_deref(), &database_path, std::io::stdout())?;
         std::process::exit(i32::from(!passed));
     }
+    // Caught from here on: a signal during the start is a graceful stop too.
+    let stop = mcp_cursos_stdio::interrupted();
     let database = open_database(settings.database_url.as_deref(), &database_path)?;
     // Never the URL: it may hold a password.
     tracing::info!(database = %database.description, "mcp-cursos-stdio ready on stdin/stdout");
@@ -92,7 +94,6 @@ async fn run() -> anyhow::Result<()> {
     // Other processes on the same PostgreSQL database (HTTP replicas) tell this session of changes.
     let _replicas = postgres.as_ref().map(|store| state.follow_replicas(store));
     let (stdin, stdout) = rmcp::transport::stdio_pipes();
-    let stop = mcp_cursos_stdio::interrupted();
     mcp_cursos_stdio::serve_until(CursosServer::new(&state), state, stdin, stdout, stop).await?;
     tracing::info!("mcp-cursos-stdio stopped");
     Ok(())
