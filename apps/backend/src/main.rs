@@ -5,9 +5,7 @@ use std::io::{IsTerminal, Write};
 use anyhow::Context;
 use std::time::Duration;
 
-use backend::{
-    Access, ApiKey, AppConfig, Command, ConnectionLimits, KeysCommand, SessionMode, Settings,
-};
+use backend::{Access, ApiKey, AppConfig, Command, ConnectionLimits, KeysCommand, SessionMode, Settings};
 use clap::Parser;
 use mcp_server::{ServerOptions, ServerState};
 use tokio_util::sync::CancellationToken;

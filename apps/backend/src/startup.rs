@@ -175,7 +175,8 @@ pub async fn check(settings: &Settings) -> Vec<Finding> {
         ));
     }
     findings.push(finding(bind(&settings.host, settings.port).await.map(|listener| {
-        let address = listener.local_addr().map_or_else(|_| format!("{}:{}", settings.host, settings.port), |a| a.to_string());
+        let address =
+            listener.local_addr().map_or_else(|_| format!("{}:{}", settings.host, settings.port), |a| a.to_string());
         format!("HOST and PORT: {address} is free")
     })));
     let (database_url, database_path) = (settings.database_url.clone(), settings.database_path.clone());

@@ -346,10 +346,12 @@ fn check_fails_with_a_line_naming_each_wrong_setting() {
 #[test]
 fn check_warns_about_a_host_beyond_loopback_without_allowed_hosts_but_passes() {
     let folder = tempfile::tempdir().expect("temp dir");
-    let output = run_to_end(
-        backend().arg("check").env("HOST", "0.0.0.0").env("DATABASE_PATH", folder.path().join("cursos.db")),
-    );
+    let output =
+        run_to_end(backend().arg("check").env("HOST", "0.0.0.0").env("DATABASE_PATH", folder.path().join("cursos.db")));
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{stdout}");
-    assert!(stdout.lines().any(|line| line.starts_with("warning: HOST=0.0.0.0") && line.contains("ALLOWED_HOSTS")), "{stdout}");
+    assert!(
+        stdout.lines().any(|line| line.starts_with("warning: HOST=0.0.0.0") && line.contains("ALLOWED_HOSTS")),
+        "{stdout}"
+    );
 }

@@ -71,9 +71,8 @@ async fn run() -> anyhow::Result<()> {
 
     let database_path = match settings.database_path {
         Some(path) => path,
-        None => mcp_cursos_stdio::default_database_path().context(
-            "no per-user data folder (HOME is not set): set DATABASE_PATH to the catalog's SQLite file",
-        )?,
+        None => mcp_cursos_stdio::default_database_path()
+            .context("no per-user data folder (HOME is not set): set DATABASE_PATH to the catalog's SQLite file")?,
     };
     if let Some(StdioCommand::Check) = settings.command {
         let passed = mcp_cursos_stdio::check(settings.database_url.as_deref(), &database_path, std::io::stdout())?;

@@ -141,8 +141,7 @@ fn sigint_stops_the_app_gracefully_with_its_stopped_line() {
             break;
         }
     }
-    let signalled =
-        Command::new("kill").args(["-INT", &child.id().to_string()]).status().expect("kill");
+    let signalled = Command::new("kill").args(["-INT", &child.id().to_string()]).status().expect("kill");
     assert!(signalled.success());
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     let status = loop {

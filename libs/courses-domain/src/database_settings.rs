@@ -59,7 +59,11 @@ pub fn open_database(database_url: Option<&str>, database_path: &Path) -> Result
         None => {
             let absolute = absolute(database_path);
             let store = SqliteStore::open(&absolute).map_err(|error| sqlite_error(&error, database_path, &absolute))?;
-            Ok(OpenedDatabase { catalog: Catalog::new(store), postgres: None, description: absolute.display().to_string() })
+            Ok(OpenedDatabase {
+                catalog: Catalog::new(store),
+                postgres: None,
+                description: absolute.display().to_string(),
+            })
         }
     }
 }
@@ -110,4 +114,3 @@ fn postgres_error(error: &OpenPostgresStoreError) -> DatabaseSettingError {
     };
     DatabaseSettingError(format!("{cause}: {what} (value not shown: it may hold a password); {change}"))
 }
-

@@ -18,9 +18,9 @@
 
 use std::time::Duration;
 
+use diesel::ConnectionError;
 use diesel::connection::SimpleConnection;
 use diesel::pg::PgConnection;
-use diesel::ConnectionError;
 use diesel::prelude::*;
 use diesel::r2d2::{ConnectionManager, CustomizeConnection, Pool, PooledConnection};
 use diesel::result::{DatabaseErrorKind, Error as DieselError};
@@ -193,7 +193,9 @@ fn establish_first_connection(url: &str) -> Result<PgConnection, OpenPostgresSto
             }
             Err(error) => {
                 let tries = attempt;
-                return Err(OpenPostgresStoreError::Connect { source: Box::new(FirstConnectionError { error, tries }) });
+                return Err(OpenPostgresStoreError::Connect {
+                    source: Box::new(FirstConnectionError { error, tries }),
+                });
             }
         }
     }
