@@ -954,9 +954,30 @@ mod tests {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
 
-    use super::{RemoteChange, contains_pattern, is_plain_identifier, notice_payload, parse_notice};
+    use super::{RemoteChange, contains_pattern, is_not_up_yet, is_plain_identifier, notice_payload, parse_notice};
     use crate::catalog_tests::TestSchema;
     use crate::{Catalog, CourseStore, CourseTitle, NewCourse, Provenance, WorkloadHours};
+
+    #[test]
+    fn only_a_server_that_is_not_up_yet_is_tried_again() {
+        let bad = |message: &str| diesel::ConnectionError::BadConnection(message.to_owned());
+        for transient in [
+            "connection to server at \"127.0.0.1\", port 5433 failed: Connection refused\n\tIs the server running?",
+            "connection to server at \"db\", port 5432 failed: FATAL:  the database system is starting up\n",
+            "FATAL:  the database system is in recovery mode",
+        ] {
+            assert!(is_not_up_yet(&bad(transient)), "{transient}");
+        }
+        for permanent in [
+            "connection to server at \"127.0.0.1\", port 5432 failed: FATAL:  role \"x\" does not exist\n",
+            "connection to server at \"127.0.0.1\", port 5432 failed: FATAL:  database \"x\" does not exist\n",
+            "could not translate host name \"dbb\" to address: Name or service not known\n",
+            "connection to server at \"127.0.0.1\", port 5432 failed: FATAL:  password authentication failed",
+        ] {
+            assert!(!is_not_up_yet(&bad(permanent)), "{permanent}");
+        }
+        assert!(!is_not_up_yet(&diesel::ConnectionError::InvalidConnectionUrl("x".to_owned())));
+    }
 
     /// ADR 0008's caveat: a sequence hands out positions in one order and transactions may commit
     /// in another. A reader that pages on while two processes create must still see every course.
