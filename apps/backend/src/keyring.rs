@@ -85,7 +85,7 @@ impl Keyring {
             Some(path) => {
                 // One read for both the keys and what the watcher compares with, so a change made
                 // right now is not mistaken for the text already loaded.
-                let io_error = |source| KeysFileError::Io { path: path.to_owned(), source };
+                let io_error = |source| KeysFileError::Io { path: path.to_owned(), cause: source };
                 let bytes = std::fs::read(path).map_err(io_error)?;
                 let text = String::from_utf8(bytes).map_err(|_| io_error(std::io::ErrorKind::InvalidData.into()))?;
                 let keys = KeysFile::parse(&text)?;

@@ -135,12 +135,12 @@ pub enum LineError {
 #[derive(Debug, thiserror::Error)]
 pub enum KeysFileError {
     /// It cannot be read or written.
-    #[error("{path}: {source}")]
+    #[error("{path}: {cause}")]
     Io {
         /// The file.
         path: PathBuf,
         /// What the system said.
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     /// A line is malformed.
     #[error("line {line}: {error}")]
@@ -219,7 +219,7 @@ fn parse_line(line: &str) -> Result<Option<KeyEntry>, LineError> {
 }
 
 fn read_text(path: &Path) -> Result<String, KeysFileError> {
-    std::fs::read_to_string(path).map_err(|source| KeysFileError::Io { path: path.to_owned(), source })
+    std::fs::read_to_string(path).map_err(|source| KeysFileError::Io { path: path.to_owned(), cause: source })
 }
 
 /// Why a `keys` command did nothing.
@@ -274,11 +274,12 @@ pub fn create_key_and_show(
     scope: Scope,
     show: impl FnOnce(&ApiKey) -> std::io::Result<()>,
 ) -> Result<(), KeyCommandError> {
+    create_missing_folder(path)?;
     let _turn = lock_for_rewrite(path)?;
     let mut text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => KeysFile::HEADER.to_owned(),
-        Err(source) => return Err(KeysFileError::Io { path: path.to_owned(), source }.into()),
+        Err(source) => return Err(KeysFileError::Io { path: path.to_owned(), cause: source }.into()),
     };
     let keys = KeysFile::parse(&text)?;
     if keys.entries.iter().any(|entry| &entry.name == name) {
@@ -327,7 +328,7 @@ pub fn revoke_key(path: &Path, name: &KeyName) -> Result<(), KeyCommandError> {
 fn hidden_sibling(path: &Path, suffix: &str) -> Result<PathBuf, KeysFileError> {
     let file_name = path
         .file_name()
-        .ok_or_else(|| KeysFileError::Io { path: path.to_owned(), source: std::io::ErrorKind::InvalidInput.into() })?;
+        .ok_or_else(|| KeysFileError::Io { path: path.to_owned(), cause: std::io::ErrorKind::InvalidInput.into() })?;
     let mut name = std::ffi::OsString::from(".");
     name.push(file_name);
     name.push(suffix);
@@ -342,7 +343,7 @@ fn hidden_sibling(path: &Path, suffix: &str) -> Result<PathBuf, KeysFileError> {
 /// Once it holds the lock, removes the temporary files an interrupted command left: every command
 /// writes its temporary file while holding this lock, so one found now is stale.
 fn lock_for_rewrite(path: &Path) -> Result<std::fs::File, KeysFileError> {
-    let io_error = |source| KeysFileError::Io { path: path.to_owned(), source };
+    let io_error = |source| KeysFileError::Io { path: path.to_owned(), cause: source };
     let lock = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
@@ -352,6 +353,25 @@ fn lock_for_rewrite(path: &Path) -> Result<std::fs::File, KeysFileError> {
     lock.lock().map_err(io_error)?;
     remove_stale_temporary_files(path)?;
     Ok(lock)
+}
+
+/// Creates the folder of the keys file at `path` (and its missing parents) when it does not exist,
+/// readable by its owner only (mode 0700 on Unix): the first `keys create` on a fresh machine
+/// needs no `mkdir` first. An existing folder is left as it is.
+fn create_missing_folder(path: &Path) -> Result<(), KeysFileError> {
+    let Some(folder) = path.parent().filter(|folder| !folder.as_os_str().is_empty()) else {
+        return Ok(());
+    };
+    if folder.is_dir() {
+        return Ok(());
+    }
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(folder).map_err(|cause| KeysFileError::Io { path: folder.to_owned(), cause })?;
+    tracing::info!(folder = %folder.display(), "created the keys file's folder (owner only)");
+    Ok(())
 }
 
 /// Removes `.<name>.tmp-*` beside `path`. Call only while holding the lock.
@@ -366,7 +386,7 @@ fn remove_stale_temporary_files(path: &Path) -> Result<(), KeysFileError> {
         Ok(entries) => entries,
         // No folder yet: nothing stale, and writing will report the real problem.
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(source) => return Err(KeysFileError::Io { path: folder.to_owned(), source }),
+        Err(source) => return Err(KeysFileError::Io { path: folder.to_owned(), cause: source }),
     };
     for entry in entries.flatten() {
         let file_name = entry.file_name();
@@ -377,7 +397,7 @@ fn remove_stale_temporary_files(path: &Path) -> Result<(), KeysFileError> {
                     tracing::info!(file = %stale.display(), "removed a temporary keys file an interrupted command left");
                 }
                 Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
-                Err(source) => return Err(KeysFileError::Io { path: stale, source }),
+                Err(source) => return Err(KeysFileError::Io { path: stale, cause: source }),
             }
         }
     }
@@ -409,7 +429,7 @@ impl PreparedRewrite {
             }
             file.sync_all()
         })();
-        written.map_err(|source| KeysFileError::Io { path: path.to_owned(), source })?;
+        written.map_err(|source| KeysFileError::Io { path: path.to_owned(), cause: source })?;
         Ok(prepared)
     }
 
@@ -417,7 +437,7 @@ impl PreparedRewrite {
     /// mix.
     fn commit(mut self) -> Result<(), KeysFileError> {
         std::fs::rename(&self.temporary, &self.path)
-            .map_err(|source| KeysFileError::Io { path: self.path.clone(), source })?;
+            .map_err(|source| KeysFileError::Io { path: self.path.clone(), cause: source })?;
         self.committed = true;
         // Make the rename itself durable; not every platform can open a folder, so best effort.
         if let Some(folder) = self.path.parent().filter(|folder| !folder.as_os_str().is_empty())

@@ -35,6 +35,7 @@ pub mod probe;
 mod rate_limit;
 mod session_cap;
 mod settings;
+pub mod startup;
 
 use std::num::{NonZeroU32, NonZeroUsize};
 use std::sync::Arc;

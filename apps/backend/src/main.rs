@@ -5,11 +5,8 @@ use std::io::{IsTerminal, Write};
 use anyhow::Context;
 use std::time::Duration;
 
-use backend::{
-    Access, ApiKey, AppConfig, Command, ConnectionLimits, Keyring, KeysCommand, RequestGuard, SessionMode, Settings,
-};
+use backend::{Access, ApiKey, AppConfig, Command, ConnectionLimits, KeysCommand, SessionMode, Settings};
 use clap::Parser;
-use courses_domain::{Catalog, PostgresStore, SqliteStore};
 use mcp_server::{ServerOptions, ServerState};
 use tokio_util::sync::CancellationToken;
 use tracing_subscriber::EnvFilter;
@@ -30,19 +27,19 @@ async fn main() -> anyhow::Result<()> {
             backend::probe::check_health(address)?;
             return Ok(());
         }
+        Some(Command::Check) => {
+            let findings = backend::startup::check(&settings).await;
+            let mut stdout = std::io::stdout().lock();
+            for finding in &findings {
+                stdout.write_all(format!("{finding}\n").as_bytes())?;
+            }
+            stdout.flush()?;
+            std::process::exit(i32::from(findings.iter().any(backend::startup::Finding::fails)));
+        }
         None => {}
     }
-    if settings.no_auth {
-        anyhow::ensure!(
-            is_loopback(&settings.host),
-            "NO_AUTH is only allowed on a loopback HOST (127.0.0.1, ::1 or localhost), not {:?}",
-            settings.host
-        );
-    }
-    let guard = RequestGuard::loopback()
-        .with_hosts(settings.allowed_hosts.iter().map(String::as_str))
-        .context("invalid ALLOWED_HOSTS")?
-        .with_origins(settings.allowed_origins.iter().map(String::as_str));
+    backend::startup::check_no_auth(&settings)?;
+    let guard = backend::startup::request_guard(&settings)?;
     let configured_key = settings.api_key.as_deref().map(ApiKey::parse).transpose().context("invalid API_KEY")?;
     let open_files = backend::raise_open_files_limit().unwrap_or(u64::MAX);
     let limits = ConnectionLimits::for_open_files(
@@ -50,13 +47,15 @@ async fn main() -> anyhow::Result<()> {
         open_files,
         Duration::from_secs(settings.header_read_timeout),
     )?;
-    let (catalog, postgres) = open_catalog(settings.database_url.as_deref(), &settings.database_path)?;
-
-    let listener = tokio::net::TcpListener::bind((settings.host.as_str(), settings.port))
-        .await
-        .with_context(|| format!("cannot listen on {}:{}", settings.host, settings.port))?;
+    // Bound before the database is opened (or created): a port in use changes nothing on disk.
+    let listener = backend::startup::bind(&settings.host, settings.port).await?;
     let address = listener.local_addr()?;
     let url = format!("http://{address}/mcp");
+
+    let database = backend::startup::open_database(settings.database_url.as_deref(), &settings.database_path)?;
+    // Never the URL: it may hold a password.
+    tracing::info!(database = %database.description, "course database ready");
+    let (catalog, postgres) = (database.catalog, database.postgres);
 
     let access = if settings.no_auth {
         tracing::warn!("NO_AUTH: /mcp answers without an API key (loopback only, for local test suites)");
@@ -73,7 +72,7 @@ async fn main() -> anyhow::Result<()> {
             }
             key => key,
         };
-        let keyring = Keyring::load(api_key.as_ref(), settings.keys_file.as_deref()).context("invalid KEYS_FILE")?;
+        let keyring = backend::startup::load_keyring(api_key.as_ref(), settings.keys_file.as_deref())?;
         if keyring.is_empty() {
             tracing::warn!("the keys file has no key yet: /mcp refuses every request until `keys create` adds one");
         }
@@ -154,40 +153,6 @@ fn keys_command(command: &KeysCommand, keys_file: Option<&std::path::Path>) -> a
         }
     }
     Ok(())
-}
-
-/// The catalog on PostgreSQL when `database_url` is a `postgres://` URL, else on the SQLite file.
-/// The catalog, and the PostgreSQL store when there is one (its replicas' changes are followed).
-fn open_catalog(
-    database_url: Option<&str>,
-    database_path: &std::path::Path,
-) -> anyhow::Result<(Catalog, Option<PostgresStore>)> {
-    match database_url {
-        Some(url) if PostgresStore::handles(url) => {
-            let store = PostgresStore::open(url).context("cannot open the PostgreSQL course database")?;
-            // Never the URL: it may hold a password.
-            tracing::info!(database = "postgresql", "course database ready");
-            Ok((Catalog::new(store.clone()), Some(store)))
-        }
-        other => {
-            if other.is_some() {
-                tracing::warn!("DATABASE_URL is not a postgres:// or postgresql:// URL: ignored, using DATABASE_PATH");
-            }
-            let store = SqliteStore::open(database_path).context("cannot open the course database")?;
-            tracing::info!(database = %database_path.display(), "course database ready");
-            Ok((Catalog::new(store), None))
-        }
-    }
-}
-
-/// True for `localhost` and loopback IP addresses.
-fn is_loopback(host: &str) -> bool {
-    host.eq_ignore_ascii_case("localhost")
-        || host
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// Cancels `shutdown` on SIGINT or SIGTERM.

@@ -160,6 +160,11 @@ pub enum Command {
     /// Asks the backend at HOST:PORT for `GET /health` (a wildcard HOST is reached on loopback):
     /// exit 0 when it answers 200, 1 otherwise. For container health checks (no shell needed).
     Health,
+    /// Validates the whole configuration without serving, as a deploy pipeline would before a
+    /// start: the database opens (and is migrated, as a start would), KEYS_FILE parses, HOST:PORT
+    /// is free, ALLOWED_HOSTS is valid. One line per finding on stdout; exit 0 only when none is
+    /// an error.
+    Check,
 }
 
 /// `keys create|revoke|list`.

@@ -126,3 +126,232 @@ fn keys_create_adds_no_key_when_it_cannot_print_it() {
     left.sort();
     assert!(left.is_empty(), "temporary files left: {left:?}");
 }
+
+// ---- Start-up errors (issue 16): the cause first, the setting to change, at once. ----
+
+/// Runs `command` to its end, killing it if it has not ended within a generous bound (a start-up
+/// error is reported at once; before, a database that could not be opened took 30 s).
+fn run_to_end(command: &mut Command) -> std::process::Output {
+    let mut child = command
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while child.try_wait().expect("wait").is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let output = child.wait_with_output().expect("output");
+            panic!("still running after 20 s: {}", String::from_utf8_lossy(&output.stderr));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("output")
+}
+
+fn backend() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_mcp-cursos-backend"));
+    command.env_clear().env("RUST_LOG", "info").env("API_KEY", "chave-de-teste-longa-o-bastante").env("PORT", "0");
+    command
+}
+
+fn failed_with(output: &std::process::Output) -> String {
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(!output.status.success(), "should have failed: {stderr}");
+    stderr
+}
+
+/// A port nobody listens on: bound, then released.
+fn closed_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("address").port()
+}
+
+fn postgres_url() -> String {
+    std::env::var("TEST_DATABASE_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned())
+}
+
+#[test]
+fn a_database_path_that_is_a_folder_fails_at_once_with_sqlite_s_cause_and_the_setting() {
+    let folder = tempfile::tempdir().expect("temp dir");
+    let output = run_to_end(backend().env("DATABASE_PATH", folder.path()));
+    let stderr = failed_with(&output);
+    let last = stderr.lines().last().unwrap_or_default();
+    assert!(last.starts_with("Error: unable to open database file"), "the cause first: {stderr}");
+    assert!(last.contains(&format!("DATABASE_PATH={}", folder.path().display())), "{stderr}");
+    assert!(!stderr.contains("timed out"), "{stderr}");
+}
+
+#[test]
+fn a_relative_database_path_that_cannot_be_created_names_the_setting_and_the_absolute_path() {
+    // The default ./data/cursos.db, started in a folder where `data` is a regular file.
+    let folder = tempfile::tempdir().expect("temp dir");
+    std::fs::write(folder.path().join("data"), "").expect("file");
+    let output = run_to_end(backend().current_dir(folder.path()));
+    let stderr = failed_with(&output);
+    let absolute = folder.path().join("data").join("cursos.db");
+    assert!(stderr.contains(&format!("DATABASE_PATH={}", absolute.display())), "{stderr}");
+    assert!(stderr.contains("given as ./data/cursos.db"), "{stderr}");
+}
+
+#[test]
+fn a_database_url_that_is_not_postgresql_is_refused_without_echoing_it() {
+    let folder = tempfile::tempdir().expect("temp dir");
+    let database = folder.path().join("cursos.db");
+    let output = run_to_end(
+        backend().env("DATABASE_URL", "mysql://root:senha-secreta@db/cursos").env("DATABASE_PATH", &database),
+    );
+    let stderr = failed_with(&output);
+    assert!(stderr.contains("DATABASE_URL is set but is not a PostgreSQL URL"), "{stderr}");
+    assert!(!stderr.contains("senha-secreta"), "{stderr}");
+    assert!(!database.exists(), "SQLite was not used instead");
+}
+
+#[test]
+fn an_unknown_postgresql_role_fails_at_once_with_the_server_s_cause() {
+    let url = postgres_url().replacen("postgres://postgres@", "postgres://papel_que_nao_existe@", 1);
+    let output = run_to_end(backend().env("DATABASE_URL", &url));
+    let stderr = failed_with(&output);
+    let last = stderr.lines().last().unwrap_or_default();
+    assert!(last.contains(r#"role "papel_que_nao_existe" does not exist"#), "{stderr}");
+    assert!(last.contains("DATABASE_URL"), "{stderr}");
+    assert!(!stderr.contains("trying again"), "a permanent error is not retried: {stderr}");
+}
+
+#[test]
+fn a_closed_postgresql_port_is_tried_again_with_a_line_per_try_then_fails_naming_the_setting() {
+    let url = format!("postgres://postgres@127.0.0.1:{}/test", closed_port());
+    let output = run_to_end(backend().env("DATABASE_URL", &url));
+    let stderr = failed_with(&output);
+    assert_eq!(stderr.matches("PostgreSQL is not accepting connections yet; trying again").count(), 4, "{stderr}");
+    let last = stderr.lines().last().unwrap_or_default();
+    assert!(last.starts_with("Error: connection to server at"), "{stderr}");
+    assert!(last.contains("Connection refused") && last.contains("after 5 tries"), "{stderr}");
+    assert!(last.contains("DATABASE_URL"), "{stderr}");
+}
+
+#[test]
+fn a_port_in_use_is_named_and_nothing_is_created() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = taken.local_addr().expect("address").port();
+    let folder = tempfile::tempdir().expect("temp dir");
+    let database = folder.path().join("cursos.db");
+    let output = run_to_end(backend().env("PORT", port.to_string()).env("DATABASE_PATH", &database));
+    let stderr = failed_with(&output);
+    assert!(stderr.contains(&format!("cannot listen on HOST=127.0.0.1 PORT={port}")), "{stderr}");
+    assert!(stderr.contains("choose another PORT"), "{stderr}");
+    assert!(!database.exists(), "the database is not created when the port is taken");
+}
+
+#[test]
+fn a_missing_keys_file_says_to_run_keys_create() {
+    let folder = tempfile::tempdir().expect("temp dir");
+    let keys_file = folder.path().join("keys");
+    let output = run_to_end(
+        backend().env_remove("API_KEY").env("KEYS_FILE", &keys_file).env("DATABASE_PATH", folder.path().join("c.db")),
+    );
+    let stderr = failed_with(&output);
+    assert!(stderr.contains(&format!("KEYS_FILE={} does not exist", keys_file.display())), "{stderr}");
+    assert!(stderr.contains("mcp-cursos-backend keys create --name"), "{stderr}");
+}
+
+#[cfg(unix)]
+#[test]
+fn keys_create_makes_a_missing_folder_for_its_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let folder = tempfile::tempdir().expect("temp dir");
+    let keys_file = folder.path().join("etc/mcp-cursos/keys");
+    let output = run_to_end(
+        Command::new(env!("CARGO_BIN_EXE_mcp-cursos-backend"))
+            .env_clear()
+            .args(["keys", "create", "--name", "ci", "--scope", "escrita"])
+            .env("KEYS_FILE", &keys_file),
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(String::from_utf8_lossy(&output.stdout).starts_with("mcp_"), "the key is printed");
+    assert!(std::fs::read_to_string(&keys_file).expect("keys file").contains("ci escrita"));
+    for created in [folder.path().join("etc"), folder.path().join("etc/mcp-cursos")] {
+        let mode = std::fs::metadata(&created).expect("folder").permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700, "{}", created.display());
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn an_io_error_of_keys_create_is_printed_once() {
+    // The keys file's folder cannot be created: its parent is a regular file.
+    let folder = tempfile::tempdir().expect("temp dir");
+    std::fs::write(folder.path().join("etc"), "").expect("file");
+    let output = run_to_end(
+        Command::new(env!("CARGO_BIN_EXE_mcp-cursos-backend"))
+            .env_clear()
+            .args(["keys", "create", "--name", "ci", "--scope", "escrita"])
+            .env("KEYS_FILE", folder.path().join("etc/mcp-cursos/keys")),
+    );
+    let stderr = failed_with(&output);
+    assert_eq!(stderr.matches("Not a directory").count(), 1, "{stderr}");
+}
+
+#[test]
+fn check_passes_on_a_working_configuration_with_one_line_per_finding() {
+    let folder = tempfile::tempdir().expect("temp dir");
+    let keys_file = folder.path().join("keys");
+    let created = run_to_end(
+        Command::new(env!("CARGO_BIN_EXE_mcp-cursos-backend"))
+            .env_clear()
+            .args(["keys", "create", "--name", "ci", "--scope", "escrita"])
+            .env("KEYS_FILE", &keys_file),
+    );
+    assert!(created.status.success());
+    let database = folder.path().join("cursos.db");
+    let output = run_to_end(
+        backend()
+            .env_remove("API_KEY")
+            .arg("check")
+            .env("KEYS_FILE", &keys_file)
+            .env("DATABASE_PATH", &database)
+            .env("PORT", closed_port().to_string()),
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}{}", String::from_utf8_lossy(&output.stderr));
+    assert!(stdout.lines().all(|line| line.starts_with("ok: ")), "{stdout}");
+    assert!(stdout.contains("KEYS_FILE (1 keys)"), "{stdout}");
+    assert!(stdout.contains(&format!("database {} opened and migrated", database.display())), "{stdout}");
+}
+
+#[test]
+fn check_fails_with_a_line_naming_each_wrong_setting() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = taken.local_addr().expect("address").port();
+    let folder = tempfile::tempdir().expect("temp dir");
+    let output = run_to_end(
+        backend()
+            .env_remove("API_KEY")
+            .arg("check")
+            .env("KEYS_FILE", folder.path().join("keys"))
+            .env("DATABASE_PATH", folder.path())
+            .env("ALLOWED_HOSTS", "mcp.example.com/x")
+            .env("PORT", port.to_string()),
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{stdout}");
+    let errors: Vec<&str> = stdout.lines().filter(|line| line.starts_with("error: ")).collect();
+    assert_eq!(errors.len(), 4, "{stdout}");
+    for setting in ["KEYS_FILE=", "ALLOWED_HOSTS", &format!("PORT={port}"), "DATABASE_PATH="] {
+        assert!(errors.iter().any(|line| line.contains(setting)), "no line names {setting}: {stdout}");
+    }
+}
+
+#[test]
+fn check_warns_about_a_host_beyond_loopback_without_allowed_hosts_but_passes() {
+    let folder = tempfile::tempdir().expect("temp dir");
+    let output =
+        run_to_end(backend().arg("check").env("HOST", "0.0.0.0").env("DATABASE_PATH", folder.path().join("cursos.db")));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}");
+    assert!(
+        stdout.lines().any(|line| line.starts_with("warning: HOST=0.0.0.0") && line.contains("ALLOWED_HOSTS")),
+        "{stdout}"
+    );
+}

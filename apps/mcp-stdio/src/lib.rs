@@ -65,13 +65,40 @@ where
     I: AsyncRead + Unpin + Send + 'static,
     O: AsyncWrite + Unpin + Send + 'static,
 {
+    serve_until(server, state, input, output, std::future::pending()).await
+}
+
+/// Serves `server` on `input` and `output` until `input` ends or `stop` completes (SIGINT or
+/// SIGTERM in the binary: [`interrupted`]). A stop ends the session as the end of input does:
+/// the gate stops reading, the lines it already took are answered, the listen streams end.
+///
+/// # Errors
+/// As [`serve`].
+pub async fn serve_until<I, O>(
+    server: CursosServer,
+    state: ServerState,
+    input: I,
+    output: O,
+    stop: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), StdioError>
+where
+    I: AsyncRead + Unpin + Send + 'static,
+    O: AsyncWrite + Unpin + Send + 'static,
+{
     let (server_input, mut gate_to_server) = tokio::io::duplex(PIPE_BYTES);
     let (server_output, from_server) = tokio::io::duplex(PIPE_BYTES);
     let (answers, answers_received) = mpsc::channel(ANSWERS_QUEUE);
     let writer = tokio::spawn(write_output(from_server, answers_received, output));
     let gate = tokio::spawn(async move {
-        if let Err(error) = LineGate::default().forward(input, &mut gate_to_server, &answers).await {
-            tracing::error!(%error, "stopped reading stdin");
+        let line_gate = LineGate::default();
+        tokio::select! {
+            forwarded = line_gate.forward(input, &mut gate_to_server, &answers) => {
+                if let Err(error) = forwarded {
+                    tracing::error!(%error, "stopped reading stdin");
+                }
+            }
+            // Dropping the pipe's end here is, for rmcp, the end of its input.
+            () = stop => {}
         }
     });
 
@@ -101,6 +128,60 @@ where
         (Ok(()), Ok(written)) => written.map_err(StdioError::Output),
         (Ok(()), Err(failed)) => Err(StdioError::Session(failed)),
     }
+}
+
+/// Completes on SIGINT or SIGTERM (on Unix; Ctrl-C elsewhere), with a log line naming it: the
+/// stop of [`serve_until`] for the binary. The signals are caught from this call on (not from the
+/// first poll), so call it before telling anyone the app is ready. Must run inside a Tokio runtime.
+#[must_use]
+pub fn interrupted() -> Pin<Box<dyn Future<Output = ()> + Send + 'static>> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) {
+            (Ok(mut interrupt), Ok(mut terminate)) => Box::pin(async move {
+                tokio::select! {
+                    _ = interrupt.recv() => tracing::info!("SIGINT received, shutting down"),
+                    _ = terminate.recv() => tracing::info!("SIGTERM received, shutting down"),
+                }
+            }),
+            (Err(error), _) | (_, Err(error)) => {
+                tracing::warn!(%error, "cannot listen for SIGINT and SIGTERM: they stop the app abruptly");
+                Box::pin(std::future::pending())
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        Box::pin(async {
+            match tokio::signal::ctrl_c().await {
+                Ok(()) => tracing::info!("Ctrl-C received, shutting down"),
+                Err(error) => {
+                    tracing::warn!(%error, "cannot listen for Ctrl-C");
+                    std::future::pending::<()>().await;
+                }
+            }
+        })
+    }
+}
+
+/// `mcp-cursos-stdio check`: opens the store the settings choose, as a start would (so pending
+/// migrations are applied), and writes one line per finding to `report`. True when all passed.
+///
+/// # Errors
+/// Only when `report` cannot be written.
+pub fn check(
+    database_url: Option<&str>,
+    database_path: &std::path::Path,
+    mut report: impl std::io::Write,
+) -> std::io::Result<bool> {
+    let (line, passed) = match courses_domain::open_database(database_url, database_path) {
+        Ok(opened) => (format!("ok: database {} opened and migrated", opened.description), true),
+        Err(error) => (format!("error: {error}"), false),
+    };
+    report.write_all(format!("{line}\n").as_bytes())?;
+    report.flush()?;
+    Ok(passed)
 }
 
 /// The server's input that, at its end, first ends the open listen streams (so that their final

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Parser;
-use courses_domain::{Catalog, PostgresStore, SqliteStore};
+use courses_domain::open_database;
 use mcp_server::{CursosServer, ServerOptions, ServerState, UnconfirmedArchive};
 use tracing_subscriber::EnvFilter;
 
@@ -17,6 +17,9 @@ use tracing_subscriber::EnvFilter;
 #[derive(Debug, Parser)]
 #[command(name = "mcp-cursos-stdio", version, about, long_about = None)]
 struct Settings {
+    #[command(subcommand)]
+    command: Option<StdioCommand>,
+
     /// SQLite database file; created with its folder and migrated at start. Default: cursos.db in
     /// the per-user data folder (Linux: $XDG_DATA_HOME/mcp-cursos, else ~/.local/share/mcp-cursos;
     /// macOS: ~/Library/Application Support/mcp-cursos; Windows: %APPDATA%\mcp-cursos), whatever
@@ -41,8 +44,24 @@ struct Settings {
     unconfirmed_archive: UnconfirmedArchive,
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+/// The commands of the binary besides serving.
+#[derive(Debug, Clone, clap::Subcommand)]
+enum StdioCommand {
+    /// Validates the configuration without serving: the database opens (and is migrated, as a
+    /// start would). One line per finding on stdout; exit 0 only when none is an error.
+    Check,
+}
+
+fn main() -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let result = runtime.block_on(run());
+    // Not a plain drop: after a signal, the thread reading stdin is still blocked in its read,
+    // and a drop would wait for it (for a line the host may never send).
+    runtime.shutdown_background();
+    result
+}
+
+async fn run() -> anyhow::Result<()> {
     let settings = Settings::parse();
     tracing_subscriber::fmt()
         .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,rmcp=warn")))
@@ -50,30 +69,21 @@ async fn main() -> anyhow::Result<()> {
         .with_ansi(std::io::stderr().is_terminal())
         .init();
 
-    let (catalog, postgres) = match settings.database_url.as_deref() {
-        Some(url) if PostgresStore::handles(url) => {
-            let store = PostgresStore::open(url).context("cannot open the PostgreSQL course database")?;
-            // Never the URL: it may hold a password.
-            tracing::info!(database = "postgresql", "mcp-cursos-stdio ready on stdin/stdout");
-            (Catalog::new(store.clone()), Some(store))
-        }
-        other => {
-            if other.is_some() {
-                tracing::warn!("DATABASE_URL is not a postgres:// or postgresql:// URL: ignored, using DATABASE_PATH");
-            }
-            let database_path = match settings.database_path {
-                Some(path) => path,
-                None => mcp_cursos_stdio::default_database_path().context(
-                    "no per-user data folder (HOME is not set): set DATABASE_PATH to the catalog's SQLite file",
-                )?,
-            };
-            let store = SqliteStore::open(&database_path).with_context(|| {
-                format!("cannot open the course database {} (DATABASE_PATH)", database_path.display())
-            })?;
-            tracing::info!(database = %database_path.display(), "mcp-cursos-stdio ready on stdin/stdout");
-            (Catalog::new(store), None)
-        }
+    let database_path = match settings.database_path {
+        Some(path) => path,
+        None => mcp_cursos_stdio::default_database_path()
+            .context("no per-user data folder (HOME is not set): set DATABASE_PATH to the catalog's SQLite file")?,
     };
+    if let Some(StdioCommand::Check) = settings.command {
+        let passed = mcp_cursos_stdio::check(settings.database_url.as_deref(), &database_path, std::io::stdout())?;
+        std::process::exit(i32::from(!passed));
+    }
+    // Caught from here on: a signal during the start is a graceful stop too.
+    let stop = mcp_cursos_stdio::interrupted();
+    let database = open_database(settings.database_url.as_deref(), &database_path)?;
+    // Never the URL: it may hold a password.
+    tracing::info!(database = %database.description, "mcp-cursos-stdio ready on stdin/stdout");
+    let (catalog, postgres) = (database.catalog, database.postgres);
     let options = ServerOptions {
         resource_tools: settings.resource_tools,
         legacy_subscriptions: true,
@@ -83,7 +93,7 @@ async fn main() -> anyhow::Result<()> {
     // Other processes on the same PostgreSQL database (HTTP replicas) tell this session of changes.
     let _replicas = postgres.as_ref().map(|store| state.follow_replicas(store));
     let (stdin, stdout) = rmcp::transport::stdio_pipes();
-    mcp_cursos_stdio::serve(CursosServer::new(&state), state, stdin, stdout).await?;
+    mcp_cursos_stdio::serve_until(CursosServer::new(&state), state, stdin, stdout, stop).await?;
     tracing::info!("mcp-cursos-stdio stopped");
     Ok(())
 }

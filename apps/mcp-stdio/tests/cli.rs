@@ -39,3 +39,124 @@ fn without_database_path_the_catalog_lives_in_the_per_user_data_folder_whatever_
     }
     let _ = std::fs::remove_dir_all(&home);
 }
+
+// ---- Start-up errors and stopping (issue 16). ----
+
+/// Runs `command` to its end, killing it if it has not ended within a generous bound (a start-up
+/// error is reported at once; before, a database that could not be opened took 30 s).
+fn run_to_end(command: &mut Command) -> std::process::Output {
+    let mut child = command
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while child.try_wait().expect("wait").is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let output = child.wait_with_output().expect("output");
+            panic!("still running after 20 s: {}", String::from_utf8_lossy(&output.stderr));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("output")
+}
+
+fn stdio_app(folder: &std::path::Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_mcp-cursos-stdio"));
+    command.env_clear().env("RUST_LOG", "info").env("HOME", folder);
+    command
+}
+
+#[test]
+fn a_database_path_that_is_a_folder_fails_at_once_with_sqlite_s_cause_and_the_setting() {
+    let folder = std::env::temp_dir().join(format!("mcp-cursos-stdio-folder-{}", std::process::id()));
+    std::fs::create_dir_all(&folder).expect("folder");
+    let output = run_to_end(stdio_app(&folder).env("DATABASE_PATH", &folder));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    let last = stderr.lines().last().unwrap_or_default();
+    assert!(last.starts_with("Error: unable to open database file"), "the cause first: {stderr}");
+    assert!(last.contains(&format!("DATABASE_PATH={}", folder.display())), "{stderr}");
+    let _ = std::fs::remove_dir_all(&folder);
+}
+
+#[test]
+fn a_database_url_that_is_not_postgresql_is_refused() {
+    let folder = std::env::temp_dir().join(format!("mcp-cursos-stdio-url-{}", std::process::id()));
+    std::fs::create_dir_all(&folder).expect("folder");
+    let database = folder.join("cursos.db");
+    let output = run_to_end(
+        stdio_app(&folder).env("DATABASE_URL", "sqlite://senha-secreta@cursos").env("DATABASE_PATH", &database),
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(stderr.contains("DATABASE_URL is set but is not a PostgreSQL URL"), "{stderr}");
+    assert!(!stderr.contains("senha-secreta"), "{stderr}");
+    assert!(!database.exists(), "SQLite was not used instead");
+    let _ = std::fs::remove_dir_all(&folder);
+}
+
+#[test]
+fn check_reports_the_database_on_one_line_and_exits_with_its_verdict() {
+    let folder = std::env::temp_dir().join(format!("mcp-cursos-stdio-check-{}", std::process::id()));
+    std::fs::create_dir_all(&folder).expect("folder");
+    let database = folder.join("cursos.db");
+    let good = run_to_end(stdio_app(&folder).arg("check").env("DATABASE_PATH", &database));
+    let stdout = String::from_utf8_lossy(&good.stdout);
+    assert!(good.status.success(), "{stdout}");
+    assert_eq!(stdout, format!("ok: database {} opened and migrated\n", database.display()));
+
+    let bad = run_to_end(stdio_app(&folder).arg("check").env("DATABASE_PATH", &folder));
+    let stdout = String::from_utf8_lossy(&bad.stdout);
+    assert_eq!(bad.status.code(), Some(1), "{stdout}");
+    assert!(stdout.starts_with("error: unable to open database file") && stdout.contains("DATABASE_PATH="), "{stdout}");
+    let _ = std::fs::remove_dir_all(&folder);
+}
+
+/// SIGINT (Ctrl-C in a terminal, or a host stopping the app) ends the session as a closed stdin
+/// does: the "stopped" line, exit status 0. Before, the process died of the signal.
+#[cfg(unix)]
+#[test]
+fn sigint_stops_the_app_gracefully_with_its_stopped_line() {
+    use std::io::BufRead;
+    let folder = std::env::temp_dir().join(format!("mcp-cursos-stdio-sigint-{}", std::process::id()));
+    std::fs::create_dir_all(&folder).expect("folder");
+    let mut child = stdio_app(&folder)
+        .env("DATABASE_PATH", folder.join("cursos.db"))
+        // stdin stays open: the app waits for the host.
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut stderr = std::io::BufReader::new(child.stderr.take().expect("stderr"));
+    let mut seen = String::new();
+    loop {
+        let mut line = String::new();
+        assert!(stderr.read_line(&mut line).expect("read") > 0, "ended before it was ready: {seen}");
+        seen.push_str(&line);
+        if line.contains("ready on stdin/stdout") {
+            break;
+        }
+    }
+    let signalled = Command::new("kill").args(["-INT", &child.id().to_string()]).status().expect("kill");
+    assert!(signalled.success());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("still running 20 s after SIGINT");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).expect("read");
+    assert!(status.success(), "{status}: {seen}{rest}");
+    assert!(rest.contains("SIGINT received") && rest.contains("mcp-cursos-stdio stopped"), "{rest}");
+    let _ = std::fs::remove_dir_all(&folder);
+}

@@ -15,6 +15,7 @@ mod catalog;
 mod course;
 mod course_id;
 mod course_title;
+mod database_settings;
 mod history;
 mod idempotency_key;
 mod page;
@@ -38,6 +39,7 @@ pub use catalog::{
 pub use course::{Course, CourseChanges, NewCourse};
 pub use course_id::{CourseId, CourseIdError};
 pub use course_title::{CourseTitle, CourseTitleError, code_point, comparison_key_of};
+pub use database_settings::{DatabaseSettingError, OpenedDatabase, open_database};
 pub use history::{HistoryEntry, HistoryPage, Provenance};
 pub use idempotency_key::{IdempotencyKey, IdempotencyKeyError};
 pub use page::{CoursePage, PageCursor, PageCursorError, PageSize};

@@ -18,6 +18,7 @@
 
 use std::time::Duration;
 
+use diesel::ConnectionError;
 use diesel::connection::SimpleConnection;
 use diesel::pg::PgConnection;
 use diesel::prelude::*;
@@ -150,6 +151,78 @@ impl std::fmt::Debug for PostgresStore {
     }
 }
 
+/// How many times [`PostgresStore::open`] tries to connect to a server that is not accepting
+/// connections yet (refused, or starting up), and how long it waits between tries: about 2 s in
+/// all. Longer waits belong to the orchestrator (a restart policy, a health-checked dependency).
+const CONNECT_ATTEMPTS: u32 = 5;
+/// The wait between two of the [`CONNECT_ATTEMPTS`].
+const CONNECT_RETRY_INTERVAL: Duration = Duration::from_millis(500);
+
+/// True when `error` says the server is not accepting connections yet, which a server being
+/// started (or restarted) says for a few seconds: the port is closed (refused), or PostgreSQL
+/// answers that it is starting up or in recovery. Everything else (unknown host, role, database,
+/// password, TLS) is permanent: retrying would only delay the real cause.
+fn is_not_up_yet(error: &ConnectionError) -> bool {
+    let ConnectionError::BadConnection(message) = error else {
+        return false;
+    };
+    let message = message.to_ascii_lowercase();
+    message.contains("connection refused")
+        || message.contains("the database system is starting up")
+        || message.contains("the database system is in recovery mode")
+        || message.contains("the database system is not yet accepting connections")
+}
+
+/// Connects once to `url`, trying again while the server is not up yet ([`is_not_up_yet`]), with
+/// a warning per failed try, at most [`CONNECT_ATTEMPTS`] times.
+fn establish_first_connection(url: &str) -> Result<PgConnection, OpenPostgresStoreError> {
+    let mut attempt = 1;
+    loop {
+        match PgConnection::establish(url) {
+            Ok(connection) => return Ok(connection),
+            Err(error) if attempt < CONNECT_ATTEMPTS && is_not_up_yet(&error) => {
+                // libpq's message names the host and port, never the password.
+                tracing::warn!(
+                    attempt,
+                    of = CONNECT_ATTEMPTS,
+                    error = %error.to_string().split_whitespace().collect::<Vec<_>>().join(" "),
+                    "PostgreSQL is not accepting connections yet; trying again"
+                );
+                std::thread::sleep(CONNECT_RETRY_INTERVAL);
+                attempt += 1;
+            }
+            Err(error) => {
+                let tries = attempt;
+                return Err(OpenPostgresStoreError::Connect {
+                    source: Box::new(FirstConnectionError { error, tries }),
+                });
+            }
+        }
+    }
+}
+
+/// The error of the last try of [`establish_first_connection`], with how many there were.
+#[derive(Debug)]
+struct FirstConnectionError {
+    error: ConnectionError,
+    tries: u32,
+}
+
+impl std::fmt::Display for FirstConnectionError {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // libpq ends its messages with a newline and indents its hints with a tab.
+        let message = self.error.to_string();
+        let message = message.split_whitespace().collect::<Vec<_>>().join(" ");
+        if self.tries > 1 {
+            write!(formatter, "{message} (after {} tries)", self.tries)
+        } else {
+            formatter.write_str(&message)
+        }
+    }
+}
+
+impl std::error::Error for FirstConnectionError {}
+
 /// Puts every new connection of the pool in the store's schema.
 #[derive(Debug)]
 struct SearchPath(String);
@@ -205,10 +278,13 @@ impl PostgresStore {
         let connect_error =
             |source: Box<dyn std::error::Error + Send + Sync>| OpenPostgresStoreError::Connect { source };
         let mut builder = Pool::builder().max_size(POOL_SIZE).min_idle(Some(1)).connection_timeout(CONNECTION_TIMEOUT);
+        // One connection first, directly: a wrong host, role, password or database fails here at
+        // once with PostgreSQL's own cause (through the pool, r2d2 would retry it for its whole
+        // connection timeout and report a timeout). Only a server not up yet is waited for.
+        let mut first = establish_first_connection(url)?;
         if let Some(schema) = schema {
             // Before the pool exists: its connections need the schema on their search_path.
-            let mut connection = PgConnection::establish(url).map_err(|error| connect_error(error.into()))?;
-            connection
+            first
                 .transaction(|connection| {
                     connection.batch_execute(&format!(
                         "SELECT pg_advisory_xact_lock({MIGRATION_LOCK});
@@ -220,6 +296,7 @@ impl PostgresStore {
             builder =
                 builder.connection_customizer(Box::new(SearchPath(format!("SET search_path TO \"{schema}\", public"))));
         }
+        drop(first);
         let pool =
             builder.build(ConnectionManager::<PgConnection>::new(url)).map_err(|error| connect_error(error.into()))?;
         let mut connection = pool.get().map_err(|error| connect_error(error.into()))?;
@@ -877,9 +954,30 @@ mod tests {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
 
-    use super::{RemoteChange, contains_pattern, is_plain_identifier, notice_payload, parse_notice};
+    use super::{RemoteChange, contains_pattern, is_not_up_yet, is_plain_identifier, notice_payload, parse_notice};
     use crate::catalog_tests::TestSchema;
     use crate::{Catalog, CourseStore, CourseTitle, NewCourse, Provenance, WorkloadHours};
+
+    #[test]
+    fn only_a_server_that_is_not_up_yet_is_tried_again() {
+        let bad = |message: &str| diesel::ConnectionError::BadConnection(message.to_owned());
+        for transient in [
+            "connection to server at \"127.0.0.1\", port 5433 failed: Connection refused\n\tIs the server running?",
+            "connection to server at \"db\", port 5432 failed: FATAL:  the database system is starting up\n",
+            "FATAL:  the database system is in recovery mode",
+        ] {
+            assert!(is_not_up_yet(&bad(transient)), "{transient}");
+        }
+        for permanent in [
+            "connection to server at \"127.0.0.1\", port 5432 failed: FATAL:  role \"x\" does not exist\n",
+            "connection to server at \"127.0.0.1\", port 5432 failed: FATAL:  database \"x\" does not exist\n",
+            "could not translate host name \"dbb\" to address: Name or service not known\n",
+            "connection to server at \"127.0.0.1\", port 5432 failed: FATAL:  password authentication failed",
+        ] {
+            assert!(!is_not_up_yet(&bad(permanent)), "{permanent}");
+        }
+        assert!(!is_not_up_yet(&diesel::ConnectionError::InvalidConnectionUrl("x".to_owned())));
+    }
 
     /// ADR 0008's caveat: a sequence hands out positions in one order and transactions may commit
     /// in another. A reader that pages on while two processes create must still see every course.

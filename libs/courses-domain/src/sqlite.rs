@@ -169,6 +169,20 @@ impl CustomizeConnection<SqliteConnection, diesel::r2d2::Error> for ConnectionSe
     }
 }
 
+/// Opens and configures one connection to `path`, as the pool would, but once: its error is the
+/// cause SQLite gave (not a pool timeout).
+fn open_first_connection(
+    path: &Path,
+    busy_timeout: Duration,
+) -> Result<SqliteConnection, Box<dyn std::error::Error + Send + Sync>> {
+    let mut connection = SqliteConnection::establish(&path.to_string_lossy())?;
+    ConnectionSettings { busy_timeout }.on_acquire(&mut connection).map_err(|error| match error {
+        diesel::r2d2::Error::QueryError(error) => Box::new(error) as Box<dyn std::error::Error + Send + Sync>,
+        diesel::r2d2::Error::ConnectionError(error) => Box::new(error),
+    })?;
+    Ok(connection)
+}
+
 impl SqliteStore {
     /// Opens (creating it and its folder if needed) the database file at `path` and applies the
     /// embedded migrations. Several processes may open the same file at once.
@@ -188,6 +202,10 @@ impl SqliteStore {
         }
         let open_error =
             |source: Box<dyn std::error::Error + Send + Sync>| OpenStoreError::Open { path: path.to_owned(), source };
+        // One connection first, directly: a file that cannot be opened (a folder, no permission)
+        // fails here at once with SQLite's own cause. Through the pool, r2d2 would retry it for its
+        // whole connection timeout and report only that it timed out.
+        let first = open_first_connection(path, busy_timeout).map_err(open_error)?;
         let manager = ConnectionManager::<SqliteConnection>::new(path.to_string_lossy());
         let pool = Pool::builder()
             .max_size(POOL_SIZE)
@@ -199,6 +217,7 @@ impl SqliteStore {
             .connection_customizer(Box::new(ConnectionSettings { busy_timeout }))
             .build(manager)
             .map_err(|error| open_error(error.into()))?;
+        drop(first);
         let mut connection = pool.get().map_err(|error| open_error(error.into()))?;
         // One process migrates at a time: the immediate transaction takes the write lock first.
         connection
