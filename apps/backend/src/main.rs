@@ -1,6 +1,6 @@
 //! `mcp-cursos-backend`: reads its settings, opens the store and serves the router of the `backend` library.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 
 use anyhow::Context;
 use std::time::Duration;
@@ -12,16 +12,11 @@ use clap::Parser;
 use courses_domain::{Catalog, PostgresStore, SqliteStore};
 use mcp_server::{ServerOptions, ServerState};
 use tokio_util::sync::CancellationToken;
-use tracing_subscriber::EnvFilter;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let settings = Settings::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,rmcp=warn")))
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .init();
+    backend::install_logging(settings.log_format);
 
     match &settings.command {
         Some(Command::Keys(command)) => return keys_command(command, settings.keys_file.as_deref()),
@@ -34,7 +29,7 @@ async fn main() -> anyhow::Result<()> {
     }
     if settings.no_auth {
         anyhow::ensure!(
-            is_loopback(&settings.host),
+            backend::is_loopback_host(&settings.host),
             "NO_AUTH is only allowed on a loopback HOST (127.0.0.1, ::1 or localhost), not {:?}",
             settings.host
         );
@@ -43,6 +38,9 @@ async fn main() -> anyhow::Result<()> {
         .with_hosts(settings.allowed_hosts.iter().map(String::as_str))
         .context("invalid ALLOWED_HOSTS")?
         .with_origins(settings.allowed_origins.iter().map(String::as_str));
+    if let Some(warning) = backend::exposure_warning(&settings.host, &guard) {
+        tracing::warn!("{warning}");
+    }
     let configured_key = settings.api_key.as_deref().map(ApiKey::parse).transpose().context("invalid API_KEY")?;
     let open_files = backend::raise_open_files_limit().unwrap_or(u64::MAX);
     let limits = ConnectionLimits::for_open_files(
@@ -178,16 +176,6 @@ fn open_catalog(
             Ok((Catalog::new(store), None))
         }
     }
-}
-
-/// True for `localhost` and loopback IP addresses.
-fn is_loopback(host: &str) -> bool {
-    host.eq_ignore_ascii_case("localhost")
-        || host
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// Cancels `shutdown` on SIGINT or SIGTERM.
