@@ -301,7 +301,7 @@ impl Drop for RequestTimer {
         let elapsed = self.started.elapsed();
         tracing::info!(
             method = self.label.method,
-            target = self.label.target.as_deref(),
+            name = self.label.target.as_deref(),
             caller = self.caller.as_deref(),
             status = self.status,
             jsonrpc_error = self.jsonrpc_error,
