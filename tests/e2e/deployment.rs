@@ -48,7 +48,8 @@ async fn on_every_interface_without_allowed_hosts_probes_still_answer_and_a_refu
     let port = backend.base_url.rsplit(':').next().expect("port").to_owned();
     let logs = backend.stderr.all();
     assert!(
-        logs.lines().any(|line| line.contains("WARN") && line.contains("HOST=0.0.0.0") && line.contains("ALLOWED_HOSTS")),
+        logs.lines()
+            .any(|line| line.contains("WARN") && line.contains("HOST=0.0.0.0") && line.contains("ALLOWED_HOSTS")),
         "a warning at start names HOST and ALLOWED_HOSTS:\n{logs}"
     );
 
@@ -95,7 +96,8 @@ async fn a_browser_from_an_allowed_origin_gets_its_preflight_answered_without_a_
     let (_folder, database) = fresh_database();
     let origin = "https://app.example.com";
     let backend = start_backend_with(&database, Some(KEY), &[("ALLOWED_ORIGINS", origin)]).await;
-    let requested = "authorization, content-type, mcp-session-id, mcp-protocol-version, mcp-method, mcp-name, last-event-id";
+    let requested =
+        "authorization, content-type, mcp-session-id, mcp-protocol-version, mcp-method, mcp-name, last-event-id";
     let preflight = |origin: &str| {
         reqwest::Client::new()
             .request(reqwest::Method::OPTIONS, &backend.mcp_url)
@@ -182,7 +184,8 @@ async fn a_generated_key_comes_with_the_configuration_of_every_client_the_readme
     let backend = start_backend(&database, None).await;
     let key = backend.api_key.clone();
     let url = backend.mcp_url.clone();
-    let stdout = wait_for("the Claude Code command line", || backend.stdout.all(), |text| text.contains("claude mcp add")).await;
+    let stdout =
+        wait_for("the Claude Code command line", || backend.stdout.all(), |text| text.contains("claude mcp add")).await;
     let blocks: Vec<Value> = stdout
         .split("\n\n")
         .filter_map(|block| {
@@ -200,7 +203,10 @@ async fn a_generated_key_comes_with_the_configuration_of_every_client_the_readme
     assert_eq!((vscode["url"].as_str(), vscode["headers"]["Authorization"].as_str()), (Some(&*url), Some(&*bearer)));
     let desktop = &blocks[2]["mcpServers"]["cursos"];
     assert_eq!(desktop["command"], "npx");
-    assert_eq!(desktop["args"], json!(["-y", "mcp-remote", url, "--header", "Authorization: Bearer ${CURSOS_API_KEY}"]));
+    assert_eq!(
+        desktop["args"],
+        json!(["-y", "mcp-remote", url, "--header", "Authorization: Bearer ${CURSOS_API_KEY}"])
+    );
     assert_eq!(desktop["env"]["CURSOS_API_KEY"], key.as_str());
     let command = stdout.lines().find(|line| line.starts_with("claude mcp add")).expect("command line");
     assert_eq!(command, format!("claude mcp add --transport http cursos {url} --header \"Authorization: {bearer}\""));
@@ -219,11 +225,15 @@ async fn with_log_format_json_each_mcp_request_is_one_json_event_with_its_fields
         .expect("call");
     client.cancel().await.expect("close");
     // A refused request (no session): its outcome is logged too.
-    let refused = post(&backend, json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "nao_existe", "arguments": {}}}).to_string())
-        .header("authorization", format!("Bearer {KEY}"))
-        .send()
-        .await
-        .expect("request");
+    let refused = post(
+        &backend,
+        json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "nao_existe", "arguments": {}}})
+            .to_string(),
+    )
+    .header("authorization", format!("Bearer {KEY}"))
+    .send()
+    .await
+    .expect("request");
     drop(refused.bytes().await);
     let events = |text: &str| -> Vec<Value> {
         text.lines()

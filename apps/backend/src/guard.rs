@@ -78,17 +78,14 @@ impl RequestGuard {
         self.hosts.iter().any(|entry| entry.host == host && (entry.port.is_none() || entry.port == port))
     }
 
+    /// Both checks of a non-probe route (what the middleware does, for the unit tests).
+    #[cfg(test)]
     fn check(&self, headers: &HeaderMap, uri_authority: Option<&str>) -> Result<(), Refusal> {
-        for name in [header::HOST, header::ORIGIN] {
-            if headers.get_all(&name).iter().nth(1).is_some() {
-                // Which one counts would be up to each hop of a proxy chain: none does.
-                return Err(Refusal::Ambiguous(if name == header::HOST {
-                    "more than one Host header"
-                } else {
-                    "more than one Origin header"
-                }));
-            }
-        }
+        check_single_headers(headers)?;
+        self.check_allowed(headers, uri_authority)
+    }
+
+    fn check_allowed(&self, headers: &HeaderMap, uri_authority: Option<&str>) -> Result<(), Refusal> {
         // An absolute-form target (`POST http://host/mcp`) names the host that counts (RFC 9112
         // 3.2.2): it must be allowed, and so must the Host header beside it.
         if let Some(authority) = uri_authority {
@@ -100,7 +97,10 @@ impl RequestGuard {
         }
         let host = match headers.get(header::HOST) {
             Some(value) => value.to_str().map_err(|_| {
-                Refusal::Forbidden(Forbidden::host("Host header is not valid", &String::from_utf8_lossy(value.as_bytes())))
+                Refusal::Forbidden(Forbidden::host(
+                    "Host header is not valid",
+                    &String::from_utf8_lossy(value.as_bytes()),
+                ))
             })?,
             None => uri_authority.ok_or(Refusal::Forbidden(Forbidden::host("Host header is missing", "")))?,
         };
@@ -135,7 +135,8 @@ impl RequestGuard {
             "https" => 443,
             _ => return false,
         };
-        split_host_port(authority).is_some_and(|(host, port)| self.allows_host(&host, Some(port.unwrap_or(default_port))))
+        split_host_port(authority)
+            .is_some_and(|(host, port)| self.allows_host(&host, Some(port.unwrap_or(default_port))))
     }
 
     /// True when only loopback names are allowed (no `ALLOWED_HOSTS` entry).
@@ -170,6 +171,21 @@ pub fn exposure_warning(listen_host: &str, guard: &RequestGuard) -> Option<Strin
     })
 }
 
+/// 400 for a repeated `Host` or `Origin` (RFC 9112 3.2), on every route, probes included.
+fn check_single_headers(headers: &HeaderMap) -> Result<(), Refusal> {
+    for name in [header::HOST, header::ORIGIN] {
+        if headers.get_all(&name).iter().nth(1).is_some() {
+            // Which one counts would be up to each hop of a proxy chain: none does.
+            return Err(Refusal::Ambiguous(if name == header::HOST {
+                "more than one Host header"
+            } else {
+                "more than one Origin header"
+            }));
+        }
+    }
+    Ok(())
+}
+
 /// A 403: what was refused, the value seen (bounded), and the setting that would allow it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Forbidden {
@@ -189,7 +205,12 @@ impl Forbidden {
     }
 
     fn origin(value: &str) -> Self {
-        Self { reason: "Origin header is not allowed", header: "Origin", value: bounded(value), setting: "ALLOWED_ORIGINS" }
+        Self {
+            reason: "Origin header is not allowed",
+            header: "Origin",
+            value: bounded(value),
+            setting: "ALLOWED_ORIGINS",
+        }
     }
 
     fn into_response(self) -> Response {
@@ -260,17 +281,19 @@ fn split_host_port(text: &str) -> Option<(String, Option<u16>)> {
 
 /// Axum middleware: 400 for a repeated Host or Origin header, 403 unless Host, the request
 /// target's host (absolute form) and Origin (when present) are allowed. `/health` and `/ready`
-/// pass unchecked (ADR 0029).
+/// answer whatever the Host and Origin (ADR 0029); only a repeated header is refused there.
 pub(crate) async fn check_host_and_origin(
     State(guard): State<Arc<RequestGuard>>,
     request: Request,
     next: Next,
 ) -> Response {
-    if PROBES.contains(&request.uri().path()) {
-        return next.run(request).await;
-    }
     let authority = request.uri().authority().map(|authority| authority.as_str().to_owned());
-    match guard.check(request.headers(), authority.as_deref()) {
+    let checked = match check_single_headers(request.headers()) {
+        Ok(()) if PROBES.contains(&request.uri().path()) => Ok(()),
+        Ok(()) => guard.check_allowed(request.headers(), authority.as_deref()),
+        Err(refusal) => Err(refusal),
+    };
+    match checked {
         Ok(()) => next.run(request).await,
         Err(Refusal::Ambiguous(reason)) => {
             tracing::warn!(reason, "request refused by the Host/Origin check");

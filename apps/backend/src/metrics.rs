@@ -353,7 +353,10 @@ mod tests {
 
     #[test]
     fn a_jsonrpc_error_code_is_read_from_a_response_but_not_from_a_string_inside_it() {
-        assert_eq!(jsonrpc_error_code(br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"x"}}"#), Some(-32602));
+        assert_eq!(
+            jsonrpc_error_code(br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"x"}}"#),
+            Some(-32602)
+        );
         assert_eq!(
             jsonrpc_error_code(br#"data: {"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"x"}}"#),
             Some(-32603)
