@@ -222,15 +222,13 @@ impl Forbidden {
         );
         let message = if self.header == "Host" {
             format!(
-                "Host {value:?} não é aceito por este servidor. Para aceitá-lo, inclua-o em ALLOWED_HOSTS \
-                 (por exemplo ALLOWED_HOSTS={example}).",
+                "Host {value:?} is not allowed ({reason}); to serve it, add it to ALLOWED_HOSTS (comma-separated host names)",
                 value = self.value,
-                example = if self.value.is_empty() { "cursos.example.com" } else { &self.value },
+                reason = self.reason,
             )
         } else {
             format!(
-                "Origin {value:?} não é aceita por este servidor. Para aceitá-la, inclua-a em ALLOWED_ORIGINS, \
-                 ou inclua o host dela em ALLOWED_HOSTS.",
+                "Origin {value:?} is not allowed; to serve it, add it to ALLOWED_ORIGINS, or its host to ALLOWED_HOSTS",
                 value = self.value,
             )
         };
