@@ -8,13 +8,14 @@
 //! | route | auth | what |
 //! |---|---|---|
 //! | `POST /mcp` | `Authorization: Bearer <key>` | MCP over Streamable HTTP (sessions by default, or stateless) |
-//! | `GET`, `DELETE /mcp` | same | the session's stream, closing a session (stateful mode; 405 when stateless) |
-//! | `GET /health` | none | liveness, open sessions and live-update listeners |
-//! | `GET /ready` | none | readiness: 200 when the database answers and can take durable writes, 503 with a `reason` otherwise |
+//! | `GET`, `DELETE /mcp` | same | the session's stream, closing a session (204; stateful mode; 405 when stateless) |
+//! | `GET /health` | none, any `Host` | liveness, open sessions and live-update listeners |
+//! | `GET /ready` | none, any `Host` | readiness: 200 when the database answers and can take durable writes, 503 with a `reason` otherwise |
 //! | `GET /metrics` | none (only with `METRICS=true`) | Prometheus metrics: requests by method and status, latencies, sessions, subscriptions, pool |
 //!
 //! Every route first passes the Host/Origin check ([`RequestGuard`]): 400 for a repeated header,
-//! 403 otherwise. Then every
+//! 403 otherwise (the probes only the first, ADR 0029); then CORS answers allowed origins
+//! (preflights without a key). Then every
 //! `/mcp` request is authenticated by the [`Keyring`] (401 otherwise), counted against its key's
 //! [`RateLimit`] when one is set (429 otherwise), has its body checked (400 with a JSON-RPC error
 //! when it is not JSON-RPC) and its key's open sessions counted (429 over the cap), and reaches rmcp carrying its
