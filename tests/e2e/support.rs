@@ -163,6 +163,13 @@ async fn spawn_backend(
             {
                 return url.to_owned();
             }
+            // LOG_FORMAT=json: {"message":"mcp-cursos-backend listening","url":"http://...",...}
+            if let Ok(event) = serde_json::from_str::<serde_json::Value>(&line)
+                && event["message"].as_str().is_some_and(|message| message.contains("listening"))
+                && let Some(url) = event["url"].as_str()
+            {
+                return url.to_owned();
+            }
         }
         panic!("the backend exited before listening:\n{}", stderr.all());
     })

@@ -2,14 +2,22 @@
 //!
 //! A request is served only when its `Host` names this server (loopback by default, plus the
 //! names a deployment allows), and, when it carries an `Origin`, that origin's host is allowed
-//! too (or the origin is listed exactly). Anything else gets 403 before authentication runs.
+//! too (or the origin is listed exactly). Anything else gets 403 before authentication runs, with
+//! a body naming the refused value and the setting that would allow it.
+//!
+//! The probes `/health` and `/ready` are not checked (ADR 0029): load balancers and orchestrators
+//! send the machine's address as `Host`, and these two routes reveal nothing a rebinding page
+//! could use.
 
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+
+/// The probe routes, answered whatever the `Host` and `Origin` (ADR 0029).
+const PROBES: [&str; 2] = ["/health", "/ready"];
 
 /// One allowed host name, with an optional port (an entry without a port allows any port).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,67 +78,185 @@ impl RequestGuard {
         self.hosts.iter().any(|entry| entry.host == host && (entry.port.is_none() || entry.port == port))
     }
 
+    /// Both checks of a non-probe route (what the middleware does, for the unit tests).
+    #[cfg(test)]
     fn check(&self, headers: &HeaderMap, uri_authority: Option<&str>) -> Result<(), Refusal> {
-        for name in [header::HOST, header::ORIGIN] {
-            if headers.get_all(&name).iter().nth(1).is_some() {
-                // Which one counts would be up to each hop of a proxy chain: none does.
-                return Err(Refusal::Ambiguous(if name == header::HOST {
-                    "more than one Host header"
-                } else {
-                    "more than one Origin header"
-                }));
-            }
-        }
+        check_single_headers(headers)?;
+        self.check_allowed(headers, uri_authority)
+    }
+
+    fn check_allowed(&self, headers: &HeaderMap, uri_authority: Option<&str>) -> Result<(), Refusal> {
         // An absolute-form target (`POST http://host/mcp`) names the host that counts (RFC 9112
         // 3.2.2): it must be allowed, and so must the Host header beside it.
         if let Some(authority) = uri_authority {
-            let (host, port) = split_host_port(authority).ok_or(Refusal::Forbidden("request target is not valid"))?;
+            let refused = || Refusal::Forbidden(Forbidden::host("request target host is not allowed", authority));
+            let (host, port) = split_host_port(authority).ok_or_else(refused)?;
             if !self.allows_host(&host, port) {
-                return Err(Refusal::Forbidden("request target host is not allowed"));
+                return Err(refused());
             }
         }
         let host = match headers.get(header::HOST) {
-            Some(value) => value.to_str().map_err(|_| Refusal::Forbidden("Host header is not valid"))?,
-            None => uri_authority.ok_or(Refusal::Forbidden("Host header is missing"))?,
+            Some(value) => value.to_str().map_err(|_| {
+                Refusal::Forbidden(Forbidden::host(
+                    "Host header is not valid",
+                    &String::from_utf8_lossy(value.as_bytes()),
+                ))
+            })?,
+            None => uri_authority.ok_or(Refusal::Forbidden(Forbidden::host("Host header is missing", "")))?,
         };
-        let (host, port) = split_host_port(host).ok_or(Refusal::Forbidden("Host header is not valid"))?;
-        if !self.allows_host(&host, port) {
-            return Err(Refusal::Forbidden("Host header is not allowed"));
+        let refused = || Refusal::Forbidden(Forbidden::host("Host header is not allowed", host));
+        let (host_name, port) = split_host_port(host).ok_or_else(refused)?;
+        if !self.allows_host(&host_name, port) {
+            return Err(refused());
         }
-        self.check_origin(headers).map_err(Refusal::Forbidden)
+        match headers.get(header::ORIGIN) {
+            None => Ok(()),
+            Some(origin) if self.allows_origin(origin) => Ok(()),
+            Some(origin) => Err(Refusal::Forbidden(Forbidden::origin(&String::from_utf8_lossy(origin.as_bytes())))),
+        }
     }
 
-    fn check_origin(&self, headers: &HeaderMap) -> Result<(), &'static str> {
-        let Some(origin) = headers.get(header::ORIGIN) else {
-            return Ok(());
+    /// True when a browser page at `origin` may call this server: the origin is listed in
+    /// `ALLOWED_ORIGINS`, or is `http`/`https` on an allowed host. The CORS layer answers the same
+    /// origins the guard lets through.
+    pub(crate) fn allows_origin(&self, origin: &HeaderValue) -> bool {
+        let Ok(origin) = origin.to_str() else {
+            return false;
         };
-        let origin =
-            origin.to_str().map_err(|_| "Origin header is not valid")?.trim_end_matches('/').to_ascii_lowercase();
+        let origin = origin.trim_end_matches('/').to_ascii_lowercase();
         if self.origins.contains(&origin) {
-            return Ok(());
+            return true;
         }
-        let (scheme, authority) = origin.split_once("://").ok_or("Origin header is not allowed")?;
+        let Some((scheme, authority)) = origin.split_once("://") else {
+            return false;
+        };
         let default_port = match scheme {
             "http" => 80,
             "https" => 443,
-            _ => return Err("Origin header is not allowed"),
+            _ => return false,
         };
-        let (host, port) = split_host_port(authority).ok_or("Origin header is not valid")?;
-        if self.allows_host(&host, Some(port.unwrap_or(default_port))) {
-            Ok(())
-        } else {
-            Err("Origin header is not allowed")
-        }
+        split_host_port(authority)
+            .is_some_and(|(host, port)| self.allows_host(&host, Some(port.unwrap_or(default_port))))
+    }
+
+    /// True when only loopback names are allowed (no `ALLOWED_HOSTS` entry).
+    #[must_use]
+    pub fn loopback_only(&self) -> bool {
+        self.hosts.iter().all(|entry| is_loopback_host(&entry.host))
     }
 }
 
+/// True for `localhost` and loopback IP addresses (`127.0.0.1`, `::1`, `[::1]`).
+#[must_use]
+pub fn is_loopback_host(host: &str) -> bool {
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// The start-up warning for a server listening beyond loopback while answering only loopback
+/// names: every request from another machine (probes included, but for `/health` and `/ready`)
+/// would get 403. `None` when there is nothing to warn about.
+#[must_use]
+pub fn exposure_warning(listen_host: &str, guard: &RequestGuard) -> Option<String> {
+    (!is_loopback_host(listen_host) && guard.loopback_only()).then(|| {
+        format!(
+            "HOST={listen_host} listens beyond loopback but ALLOWED_HOSTS is empty: /mcp answers 403 to every \
+             request whose Host is not localhost, 127.0.0.1 or ::1 (/health and /ready answer any Host). \
+             Set ALLOWED_HOSTS to the names clients use (cursos.example.com,10.0.0.5)"
+        )
+    })
+}
+
+/// 400 for a repeated `Host` or `Origin` (RFC 9112 3.2), on every route, probes included.
+fn check_single_headers(headers: &HeaderMap) -> Result<(), Refusal> {
+    for name in [header::HOST, header::ORIGIN] {
+        if headers.get_all(&name).iter().nth(1).is_some() {
+            // Which one counts would be up to each hop of a proxy chain: none does.
+            return Err(Refusal::Ambiguous(if name == header::HOST {
+                "more than one Host header"
+            } else {
+                "more than one Origin header"
+            }));
+        }
+    }
+    Ok(())
+}
+
+/// A 403: what was refused, the value seen (bounded), and the setting that would allow it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Forbidden {
+    reason: &'static str,
+    /// `"Host"` or `"Origin"`.
+    header: &'static str,
+    value: String,
+    setting: &'static str,
+}
+
+/// The longest refused value echoed back or logged.
+const MAX_ECHOED_CHARS: usize = 200;
+
+impl Forbidden {
+    fn host(reason: &'static str, value: &str) -> Self {
+        Self { reason, header: "Host", value: bounded(value), setting: "ALLOWED_HOSTS" }
+    }
+
+    fn origin(value: &str) -> Self {
+        Self {
+            reason: "Origin header is not allowed",
+            header: "Origin",
+            value: bounded(value),
+            setting: "ALLOWED_ORIGINS",
+        }
+    }
+
+    fn into_response(self) -> Response {
+        tracing::warn!(
+            reason = self.reason,
+            refused = %self.value,
+            setting = self.setting,
+            "request refused by the Host/Origin check"
+        );
+        let message = if self.header == "Host" {
+            format!(
+                "Host {value:?} is not allowed ({reason}); to serve it, add it to ALLOWED_HOSTS (comma-separated host names)",
+                value = self.value,
+                reason = self.reason,
+            )
+        } else {
+            format!(
+                "Origin {value:?} is not allowed; to serve it, add it to ALLOWED_ORIGINS, or its host to ALLOWED_HOSTS",
+                value = self.value,
+            )
+        };
+        let field = if self.header == "Host" { "host" } else { "origin" };
+        (
+            StatusCode::FORBIDDEN,
+            axum::Json(serde_json::json!({
+                "error": "forbidden",
+                "message": message,
+                field: self.value,
+                "setting": self.setting,
+            })),
+        )
+            .into_response()
+    }
+}
+
+fn bounded(value: &str) -> String {
+    value.chars().take(MAX_ECHOED_CHARS).collect()
+}
+
 /// Why a request was refused before authentication.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum Refusal {
     /// 400: a header that must appear once appears more often.
     Ambiguous(&'static str),
     /// 403: a host or origin this server does not answer to.
-    Forbidden(&'static str),
+    Forbidden(Forbidden),
 }
 
 /// Splits `host`, `host:port`, `[v6]`, `[v6]:port` or a bare IPv6 address; the host is lowercased.
@@ -152,32 +278,32 @@ fn split_host_port(text: &str) -> Option<(String, Option<u16>)> {
 }
 
 /// Axum middleware: 400 for a repeated Host or Origin header, 403 unless Host, the request
-/// target's host (absolute form) and Origin (when present) are allowed.
+/// target's host (absolute form) and Origin (when present) are allowed. `/health` and `/ready`
+/// answer whatever the Host and Origin (ADR 0029); only a repeated header is refused there.
 pub(crate) async fn check_host_and_origin(
     State(guard): State<Arc<RequestGuard>>,
     request: Request,
     next: Next,
 ) -> Response {
     let authority = request.uri().authority().map(|authority| authority.as_str().to_owned());
-    match guard.check(request.headers(), authority.as_deref()) {
+    let checked = match check_single_headers(request.headers()) {
+        Ok(()) if PROBES.contains(&request.uri().path()) => Ok(()),
+        Ok(()) => guard.check_allowed(request.headers(), authority.as_deref()),
+        Err(refusal) => Err(refusal),
+    };
+    match checked {
         Ok(()) => next.run(request).await,
         Err(Refusal::Ambiguous(reason)) => {
             tracing::warn!(reason, "request refused by the Host/Origin check");
             (StatusCode::BAD_REQUEST, axum::Json(serde_json::json!({ "error": format!("Bad Request: {reason}") })))
                 .into_response()
         }
-        Err(Refusal::Forbidden(reason)) => {
-            tracing::warn!(reason, "request refused by the Host/Origin check");
-            (StatusCode::FORBIDDEN, axum::Json(serde_json::json!({ "error": format!("Forbidden: {reason}") })))
-                .into_response()
-        }
+        Err(Refusal::Forbidden(forbidden)) => forbidden.into_response(),
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use axum::http::HeaderValue;
-
     use super::*;
 
     fn headers(host: Option<&str>, origin: Option<&str>) -> HeaderMap {
@@ -261,6 +387,43 @@ mod tests {
     fn an_allowed_hosts_entry_must_be_a_host_name() {
         for entry in ["http://x.com", "*", "a b", "x.com:porta", "[::1"] {
             assert!(RequestGuard::loopback().with_hosts([entry]).is_err(), "{entry}");
+        }
+    }
+
+    #[test]
+    fn a_refusal_names_the_refused_host_or_origin_and_the_setting_that_allows_it() {
+        let guard = RequestGuard::loopback();
+        let Err(Refusal::Forbidden(host)) = guard.check(&headers(Some("10.0.0.5:3000"), None), None) else {
+            panic!("a foreign host is refused");
+        };
+        assert_eq!((host.header, host.value.as_str(), host.setting), ("Host", "10.0.0.5:3000", "ALLOWED_HOSTS"));
+        let Err(Refusal::Forbidden(origin)) =
+            guard.check(&headers(Some("localhost:3000"), Some("https://app.example.com")), None)
+        else {
+            panic!("a foreign origin is refused");
+        };
+        assert_eq!(
+            (origin.header, origin.value.as_str(), origin.setting),
+            ("Origin", "https://app.example.com", "ALLOWED_ORIGINS")
+        );
+        let long = format!("{}.example.com", "a".repeat(1000));
+        let Err(Refusal::Forbidden(long_host)) = guard.check(&headers(Some(&long), None), None) else {
+            panic!("refused");
+        };
+        assert_eq!(long_host.value.chars().count(), MAX_ECHOED_CHARS, "what is echoed is bounded");
+    }
+
+    #[test]
+    fn listening_beyond_loopback_without_allowed_hosts_is_warned_about() {
+        let loopback = RequestGuard::loopback();
+        let widened = RequestGuard::loopback().with_hosts(["cursos.example.com"]).expect("valid");
+        for host in ["0.0.0.0", "::", "10.0.0.5", "cursos.example.com"] {
+            let warning = exposure_warning(host, &loopback).expect("a warning");
+            assert!(warning.contains("ALLOWED_HOSTS") && warning.contains(host), "{warning}");
+            assert_eq!(exposure_warning(host, &widened), None, "{host} with ALLOWED_HOSTS");
+        }
+        for host in ["127.0.0.1", "::1", "[::1]", "localhost"] {
+            assert_eq!(exposure_warning(host, &loopback), None, "{host}");
         }
     }
 }

@@ -8,13 +8,14 @@
 //! | route | auth | what |
 //! |---|---|---|
 //! | `POST /mcp` | `Authorization: Bearer <key>` | MCP over Streamable HTTP (sessions by default, or stateless) |
-//! | `GET`, `DELETE /mcp` | same | the session's stream, closing a session (stateful mode; 405 when stateless) |
-//! | `GET /health` | none | liveness, open sessions and live-update listeners |
-//! | `GET /ready` | none | readiness: 200 when the database answers and can take durable writes, 503 with a `reason` otherwise |
+//! | `GET`, `DELETE /mcp` | same | the session's stream, closing a session (204; stateful mode; 405 when stateless) |
+//! | `GET /health` | none, any `Host` | liveness, open sessions and live-update listeners |
+//! | `GET /ready` | none, any `Host` | readiness: 200 when the database answers and can take durable writes, 503 with a `reason` otherwise |
 //! | `GET /metrics` | none (only with `METRICS=true`) | Prometheus metrics: requests by method and status, latencies, sessions, subscriptions, pool |
 //!
 //! Every route first passes the Host/Origin check ([`RequestGuard`]): 400 for a repeated header,
-//! 403 otherwise. Then every
+//! 403 otherwise (the probes only the first, ADR 0029); then CORS answers allowed origins
+//! (preflights without a key). Then every
 //! `/mcp` request is authenticated by the [`Keyring`] (401 otherwise), counted against its key's
 //! [`RateLimit`] when one is set (429 otherwise), has its body checked (400 with a JSON-RPC error
 //! when it is not JSON-RPC) and its key's open sessions counted (429 over the cap), and reaches rmcp carrying its
@@ -30,6 +31,7 @@ mod jsonrpc_body;
 mod key_name;
 mod keyring;
 mod keys_file;
+mod logging;
 mod metrics;
 pub mod probe;
 mod rate_limit;
@@ -60,16 +62,17 @@ pub use api_key::{ApiKey, ApiKeyError};
 pub use connections::{
     ConnectionCapError, ConnectionLimits, DEFAULT_MAX_CONNECTIONS, RESERVED_DESCRIPTORS, raise_open_files_limit,
 };
-pub use guard::{AllowedHostError, RequestGuard};
+pub use guard::{AllowedHostError, RequestGuard, exposure_warning, is_loopback_host};
 pub use jsonrpc_body::BODY_READ_TIMEOUT;
 pub use key_name::{KeyName, KeyNameError};
 pub use keyring::{Keyring, RELOAD_INTERVAL, Reload};
 pub use keys_file::{
     KeyCommandError, KeyEntry, KeyHash, KeysFile, KeysFileError, LineError, create_key, create_key_and_show, revoke_key,
 };
-pub use metrics::{MCP_METHODS, Metrics, RequestTimer, method_label};
+pub use logging::install_logging;
+pub use metrics::{MAX_TARGET_CHARS, MCP_METHODS, Metrics, RequestLabel, RequestTimer, method_label};
 pub use rate_limit::{RateLimit, RetryAfter};
-pub use settings::{Command, KeysCommand, SessionMode, Settings};
+pub use settings::{Command, KeysCommand, LogFormat, SessionMode, Settings};
 
 /// The largest request body accepted on `/mcp` (413 beyond it).
 pub const MAX_REQUEST_BODY_BYTES: usize = 1024 * 1024;
@@ -158,11 +161,10 @@ pub fn app(state: ServerState, config: AppConfig, shutdown: CancellationToken) -
     };
     let gate = Gate { access: config.access, rate_limit: config.rate_limit.map(RateLimit::per_minute) };
     let metrics = config.metrics.then(|| Arc::new(Metrics::default()));
-    let mcp_routes = match &metrics {
-        // Timed inside the gate: only authenticated requests have their body read for a label.
-        Some(metrics) => mcp_routes.route_layer(middleware::from_fn_with_state(Arc::clone(metrics), time_mcp_request)),
-        None => mcp_routes,
-    };
+    // Innermost: what the timer and the log see is what the client gets.
+    let mcp_routes = mcp_routes.route_layer(middleware::from_fn(session_end_without_content));
+    // Observed inside the gate: only authenticated requests have their body read for a label.
+    let mcp_routes = mcp_routes.route_layer(middleware::from_fn_with_state(metrics.clone(), observe_mcp_request));
     let mcp_routes = match &sessions {
         Some(manager) => {
             let cap = session_cap::SessionCap::new(Arc::clone(manager), config.max_sessions_per_key);
@@ -183,7 +185,54 @@ pub fn app(state: ServerState, config: AppConfig, shutdown: CancellationToken) -
         Some(metrics) => router.layer(middleware::from_fn_with_state(metrics, count_response)),
         None => router,
     };
-    router.layer(middleware::from_fn_with_state(Arc::new(config.guard), guard::check_host_and_origin))
+    // CORS inside the guard: a refused origin never gets this far; an allowed one gets its
+    // preflight answered here, before the key is asked for (ADR 0029).
+    let guard = Arc::new(config.guard);
+    let router = router.layer(cors(Arc::clone(&guard)));
+    router.layer(middleware::from_fn_with_state(guard, guard::check_host_and_origin))
+}
+
+/// The headers a browser client may send to `/mcp`.
+pub const CORS_ALLOWED_HEADERS: [&str; 8] = [
+    "authorization",
+    "content-type",
+    "mcp-session-id",
+    "mcp-protocol-version",
+    "mcp-method",
+    "mcp-name",
+    "last-event-id",
+    "accept",
+];
+
+/// The response headers a browser client may read.
+pub const CORS_EXPOSED_HEADERS: [&str; 3] = ["mcp-session-id", "mcp-protocol-version", "www-authenticate"];
+
+/// CORS for the origins the guard allows: preflights answered without a key, the MCP headers
+/// allowed and exposed, no credentials (the key travels in `Authorization`, never in a cookie).
+fn cors(guard: Arc<guard::RequestGuard>) -> tower_http::cors::CorsLayer {
+    use axum::http::{HeaderName, Method};
+    use tower_http::cors::{AllowOrigin, CorsLayer};
+    CorsLayer::new()
+        .allow_origin(AllowOrigin::predicate(move |origin, _request| guard.allows_origin(origin)))
+        .allow_methods([Method::GET, Method::POST, Method::DELETE])
+        .allow_headers(CORS_ALLOWED_HEADERS.map(HeaderName::from_static))
+        .expose_headers(CORS_EXPOSED_HEADERS.map(HeaderName::from_static))
+        .max_age(Duration::from_secs(3600))
+}
+
+/// `DELETE /mcp` that closed a session: rmcp answers 202, clients expect 200 or 204 (the Python
+/// SDKs log "Session termination failed: 202" otherwise; ADR 0029). Answered 204 No Content.
+async fn session_end_without_content(request: Request, next: Next) -> Response {
+    let is_delete = request.method() == axum::http::Method::DELETE;
+    let response = next.run(request).await;
+    if is_delete && response.status() == StatusCode::ACCEPTED {
+        let (mut parts, _body) = response.into_parts();
+        parts.status = StatusCode::NO_CONTENT;
+        parts.headers.remove(header::CONTENT_TYPE);
+        parts.headers.remove(header::CONTENT_LENGTH);
+        return Response::from_parts(parts, axum::body::Body::empty());
+    }
+    response
 }
 
 /// Closes a session whose client stopped reading its stream (ADR 0022): rmcp's idle timeout
@@ -323,22 +372,26 @@ async fn count_response(State(metrics): State<Arc<Metrics>>, request: Request, n
     response
 }
 
-/// Labels an authenticated `/mcp` request by its JSON-RPC method and times it until its response
-/// body has been sent (for SSE, until the stream ends).
-async fn time_mcp_request(State(metrics): State<Arc<Metrics>>, request: Request, next: Next) -> Response {
+/// Labels an authenticated `/mcp` request by its JSON-RPC method (and tool, prompt or resource),
+/// and observes it until its response body has been sent (for SSE, until the stream ends): one
+/// log event per request, and the metrics when they are on.
+async fn observe_mcp_request(State(metrics): State<Option<Arc<Metrics>>>, request: Request, next: Next) -> Response {
     use futures_util::StreamExt as _;
 
     let (parts, body) = request.into_parts();
     let Ok(bytes) = axum::body::to_bytes(body, MAX_REQUEST_BODY_BYTES).await else {
         return jsonrpc_body::payload_too_large();
     };
-    let mut timer = metrics.start(method_label(&parts.method, &bytes));
+    let caller = parts.extensions.get::<Caller>().map(|caller| caller.name().to_owned());
+    let mut timer = RequestTimer::start(metrics, RequestLabel::of(&parts.method, &bytes), caller);
     let response = next.run(Request::from_parts(parts, axum::body::Body::from(bytes))).await;
     timer.set_status(response.status().as_u16());
     let (parts, body) = response.into_parts();
     let body = body.into_data_stream().map(move |chunk| {
         // The timer lives as long as the body stream: dropping it records the request.
-        let _recording = &timer;
+        if let Ok(bytes) = &chunk {
+            timer.saw_response_bytes(bytes);
+        }
         chunk
     });
     Response::from_parts(parts, axum::body::Body::from_stream(body))
@@ -407,20 +460,62 @@ fn unauthorized(code: &'static str, description: &'static str) -> Response {
     response
 }
 
-/// The message that hands a generated key to the operator, with a client config to paste.
+/// How a client the README covers is configured to reach this server with a key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientConfiguration {
+    /// The client, and where its configuration goes.
+    pub client: &'static str,
+    /// A JSON document to paste, or a command line to run.
+    pub text: String,
+}
+
+/// The configuration of each client the README covers, for `url` with `api_key`: Cursor, VS Code,
+/// Claude Desktop (through `mcp-remote`) and Claude Code's command line.
+#[must_use]
+pub fn client_configurations(api_key: &ApiKey, url: &str) -> Vec<ClientConfiguration> {
+    let bearer = format!("Bearer {}", api_key.expose());
+    let pretty = |value: serde_json::Value| serde_json::to_string_pretty(&value).unwrap_or_default();
+    vec![
+        ClientConfiguration {
+            client: "Cursor (~/.cursor/mcp.json or .cursor/mcp.json)",
+            text: pretty(json!({ "mcpServers": { "cursos": { "url": url, "headers": { "Authorization": bearer } } } })),
+        },
+        ClientConfiguration {
+            client: "VS Code (.vscode/mcp.json)",
+            text: pretty(json!({
+                "servers": { "cursos": { "type": "http", "url": url, "headers": { "Authorization": bearer } } }
+            })),
+        },
+        ClientConfiguration {
+            client: "Claude Desktop (claude_desktop_config.json, through mcp-remote; needs Node.js)",
+            text: pretty(json!({
+                "mcpServers": { "cursos": {
+                    "command": "npx",
+                    "args": ["-y", "mcp-remote", url, "--header", "Authorization: Bearer ${CURSOS_API_KEY}"],
+                    "env": { "CURSOS_API_KEY": api_key.expose() }
+                } }
+            })),
+        },
+        ClientConfiguration {
+            client: "Claude Code (command line)",
+            text: format!("claude mcp add --transport http cursos {url} --header \"Authorization: {bearer}\""),
+        },
+    ]
+}
+
+/// The message that hands a generated key to the operator, with the configuration of each client
+/// the README covers ([`client_configurations`]), each block after a `# client` line and followed
+/// by a blank line.
 #[must_use]
 pub fn generated_key_message(api_key: &ApiKey, url: &str) -> String {
-    let config = json!({
-        "mcpServers": {
-            "cursos": { "type": "http", "url": url, "headers": { "Authorization": format!("Bearer {}", api_key.expose()) } }
-        }
-    });
-    let config = serde_json::to_string_pretty(&config).unwrap_or_default();
-    format!(
+    let mut message = format!(
         "No API_KEY was configured, so this one was generated. It is shown only now and changes at every start;\n\
          set API_KEY (or --api-key) to keep one.\n\n\
-         API_KEY={key}\n\n\
-         Client configuration (Cursor .cursor/mcp.json, Claude Desktop, VS Code: see the README):\n{config}\n",
+         API_KEY={key}\n\n",
         key = api_key.expose()
-    )
+    );
+    for configuration in client_configurations(api_key, url) {
+        message.push_str(&format!("# {}\n{}\n\n", configuration.client, configuration.text));
+    }
+    message
 }

@@ -1,6 +1,6 @@
 //! `mcp-cursos-backend`: reads its settings, opens the store and serves the router of the `backend` library.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 
 use anyhow::Context;
 use std::time::Duration;
@@ -9,16 +9,11 @@ use backend::{Access, ApiKey, AppConfig, Command, ConnectionLimits, KeysCommand,
 use clap::Parser;
 use mcp_server::{ServerOptions, ServerState};
 use tokio_util::sync::CancellationToken;
-use tracing_subscriber::EnvFilter;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let settings = Settings::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,rmcp=warn")))
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .init();
+    backend::install_logging(settings.log_format);
 
     match &settings.command {
         Some(Command::Keys(command)) => return keys_command(command, settings.keys_file.as_deref()),
@@ -40,6 +35,9 @@ async fn main() -> anyhow::Result<()> {
     }
     backend::startup::check_no_auth(&settings)?;
     let guard = backend::startup::request_guard(&settings)?;
+    if let Some(warning) = backend::exposure_warning(&settings.host, &guard) {
+        tracing::warn!("{warning}");
+    }
     let configured_key = settings.api_key.as_deref().map(ApiKey::parse).transpose().context("invalid API_KEY")?;
     let open_files = backend::raise_open_files_limit().unwrap_or(u64::MAX);
     let limits = ConnectionLimits::for_open_files(

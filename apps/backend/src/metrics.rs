@@ -45,27 +45,61 @@ const BUCKETS: [f64; 14] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1
 /// for `GET`/`DELETE` (streams and session ends).
 #[must_use]
 pub fn method_label(http_method: &axum::http::Method, body: &[u8]) -> &'static str {
-    #[derive(serde::Deserialize)]
-    struct Envelope<'a> {
-        #[serde(borrow)]
-        method: Option<std::borrow::Cow<'a, str>>,
-    }
-    if *http_method == axum::http::Method::GET {
-        return "GET";
-    }
-    if *http_method == axum::http::Method::DELETE {
-        return "DELETE";
-    }
-    if body.iter().find(|byte| !byte.is_ascii_whitespace()) == Some(&b'[') {
-        return "batch";
-    }
-    match serde_json::from_slice::<Envelope<'_>>(body) {
-        Ok(Envelope { method: Some(method) }) => {
-            MCP_METHODS.iter().find(|known| **known == method).copied().unwrap_or("other")
+    RequestLabel::of(http_method, body).method
+}
+
+/// What one `/mcp` request asked for, read from its body once: the method label (a closed list,
+/// [`method_label`]) and, for a call, a read or a subscription, the tool, prompt or resource it
+/// names (`params.name` or `params.uri`, at most [`MAX_TARGET_CHARS`] characters; logged, never
+/// a metric label).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestLabel {
+    /// The method label.
+    pub method: &'static str,
+    /// The tool or prompt name, or the resource URI.
+    pub target: Option<String>,
+}
+
+/// The longest tool name or resource URI a log event carries.
+pub const MAX_TARGET_CHARS: usize = 200;
+
+impl RequestLabel {
+    /// Reads the label of a request with this HTTP method and body.
+    #[must_use]
+    pub fn of(http_method: &axum::http::Method, body: &[u8]) -> Self {
+        #[derive(serde::Deserialize)]
+        struct Params {
+            name: Option<serde_json::Value>,
+            uri: Option<serde_json::Value>,
         }
-        // A response or notification without a method (a client answering an elicitation).
-        Ok(Envelope { method: None }) => "response",
-        Err(_) => "invalid",
+        #[derive(serde::Deserialize)]
+        struct Envelope<'a> {
+            #[serde(borrow)]
+            method: Option<std::borrow::Cow<'a, str>>,
+            params: Option<Params>,
+        }
+        let only = |method| Self { method, target: None };
+        if *http_method == axum::http::Method::GET {
+            return only("GET");
+        }
+        if *http_method == axum::http::Method::DELETE {
+            return only("DELETE");
+        }
+        if body.iter().find(|byte| !byte.is_ascii_whitespace()) == Some(&b'[') {
+            return only("batch");
+        }
+        match serde_json::from_slice::<Envelope<'_>>(body) {
+            Ok(Envelope { method: Some(method), params }) => {
+                let method = MCP_METHODS.iter().find(|known| **known == method).copied().unwrap_or("other");
+                let target = params
+                    .and_then(|params| params.name.or(params.uri))
+                    .and_then(|value| value.as_str().map(|text| text.chars().take(MAX_TARGET_CHARS).collect()));
+                Self { method, target }
+            }
+            // A response or notification without a method (a client answering an elicitation).
+            Ok(Envelope { method: None, .. }) => only("response"),
+            Err(_) => only("invalid"),
+        }
     }
 }
 
@@ -97,8 +131,7 @@ impl Metrics {
     /// Starts timing an authenticated `/mcp` request; the returned guard records it when dropped
     /// (once the response body has been sent, or abandoned).
     pub fn start(self: &std::sync::Arc<Self>, method: &'static str) -> RequestTimer {
-        self.in_flight.fetch_add(1, Ordering::Relaxed);
-        RequestTimer { metrics: std::sync::Arc::clone(self), method, status: 0, started: Instant::now() }
+        RequestTimer::start(Some(std::sync::Arc::clone(self)), RequestLabel { method, target: None }, None)
     }
 
     fn finish(&self, method: &'static str, status: u16, elapsed: Duration) {
@@ -216,25 +249,68 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// Records one `/mcp` request when dropped.
+/// Observes one `/mcp` request until dropped (once its response body has been sent, or
+/// abandoned): then logs it, one `mcp request` event with the method, the tool or resource, the
+/// caller's name (never a key), the HTTP status, the JSON-RPC error code if the response carried
+/// one, and the duration; and records it in the metrics when they are on.
 #[derive(Debug)]
 pub struct RequestTimer {
-    metrics: std::sync::Arc<Metrics>,
-    method: &'static str,
+    metrics: Option<std::sync::Arc<Metrics>>,
+    label: RequestLabel,
+    caller: Option<String>,
     status: u16,
+    jsonrpc_error: Option<i64>,
     started: Instant,
 }
 
 impl RequestTimer {
+    /// Starts observing a request labelled `label`, made by the key named `caller`.
+    #[must_use]
+    pub fn start(metrics: Option<std::sync::Arc<Metrics>>, label: RequestLabel, caller: Option<String>) -> Self {
+        if let Some(metrics) = &metrics {
+            metrics.in_flight.fetch_add(1, Ordering::Relaxed);
+        }
+        Self { metrics, label, caller, status: 0, jsonrpc_error: None, started: Instant::now() }
+    }
+
     /// The HTTP status the request was answered with.
     pub fn set_status(&mut self, status: u16) {
         self.status = status;
     }
+
+    /// Looks at a chunk of the response body for a JSON-RPC error (`"error":{"code":N`); the first
+    /// one found is the request's outcome. A string inside a result cannot match: its quotes are
+    /// escaped.
+    pub fn saw_response_bytes(&mut self, chunk: &[u8]) {
+        if self.jsonrpc_error.is_none() {
+            self.jsonrpc_error = jsonrpc_error_code(chunk);
+        }
+    }
+}
+
+fn jsonrpc_error_code(chunk: &[u8]) -> Option<i64> {
+    const MARKER: &[u8] = br#""error":{"code":"#;
+    let start = chunk.windows(MARKER.len()).position(|window| window == MARKER)? + MARKER.len();
+    let rest = &chunk[start..];
+    let end = rest.iter().position(|byte| !(byte.is_ascii_digit() || *byte == b'-')).unwrap_or(rest.len());
+    std::str::from_utf8(&rest[..end]).ok()?.parse().ok()
 }
 
 impl Drop for RequestTimer {
     fn drop(&mut self) {
-        self.metrics.finish(self.method, self.status, self.started.elapsed());
+        let elapsed = self.started.elapsed();
+        tracing::info!(
+            method = self.label.method,
+            name = self.label.target.as_deref(),
+            caller = self.caller.as_deref(),
+            status = self.status,
+            jsonrpc_error = self.jsonrpc_error,
+            duration_ms = elapsed.as_secs_f64() * 1000.0,
+            "mcp request"
+        );
+        if let Some(metrics) = &self.metrics {
+            metrics.finish(self.label.method, self.status, elapsed);
+        }
     }
 }
 
@@ -257,6 +333,36 @@ mod tests {
         assert_eq!(method_label(&post, b"{not json"), "invalid");
         assert_eq!(method_label(&Method::GET, b""), "GET");
         assert_eq!(method_label(&Method::DELETE, b""), "DELETE");
+    }
+
+    #[test]
+    fn a_request_label_names_the_tool_prompt_or_resource() {
+        let post = Method::POST;
+        let call = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"criar_curso","arguments":{}}}"#;
+        assert_eq!(
+            RequestLabel::of(&post, call),
+            RequestLabel { method: "tools/call", target: Some("criar_curso".to_owned()) }
+        );
+        let read = br#"{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"cursos://catalogo"}}"#;
+        assert_eq!(RequestLabel::of(&post, read).target.as_deref(), Some("cursos://catalogo"));
+        let odd = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":7}}"#;
+        assert_eq!(RequestLabel::of(&post, odd), RequestLabel { method: "tools/call", target: None });
+        let long = format!(r#"{{"method":"prompts/get","params":{{"name":"{}"}}}}"#, "x".repeat(1000));
+        assert_eq!(RequestLabel::of(&post, long.as_bytes()).target.map(|name| name.len()), Some(MAX_TARGET_CHARS));
+    }
+
+    #[test]
+    fn a_jsonrpc_error_code_is_read_from_a_response_but_not_from_a_string_inside_it() {
+        assert_eq!(
+            jsonrpc_error_code(br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"x"}}"#),
+            Some(-32602)
+        );
+        assert_eq!(
+            jsonrpc_error_code(br#"data: {"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"x"}}"#),
+            Some(-32603)
+        );
+        let result = br#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"text":"{\"error\":{\"code\":1}}"}]}}"#;
+        assert_eq!(jsonrpc_error_code(result), None);
     }
 
     #[test]

@@ -19,6 +19,15 @@ pub enum SessionMode {
     Stateless,
 }
 
+/// How log lines are written on stderr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines (`tracing`'s default format).
+    Text,
+    /// One JSON object per line, fields at the top level, for log collectors.
+    Json,
+}
+
 /// mcp-cursos over Streamable HTTP (`POST /mcp`, `Authorization: Bearer <key>`).
 ///
 /// Without a command, serves. `keys create|revoke|list` manage the keys file.
@@ -63,6 +72,10 @@ pub struct Settings {
     /// it, 429 with Retry-After and the request is not executed. Off when unset.
     #[arg(long, env = "RATE_LIMIT")]
     pub rate_limit: Option<NonZeroU32>,
+
+    /// `text` (default) or `json`: one JSON object per log line on stderr, for log collectors.
+    #[arg(long, env = "LOG_FORMAT", value_enum, default_value_t = LogFormat::Text, global = true)]
+    pub log_format: LogFormat,
 
     /// Extra host names this server answers to, comma-separated (`cursos.example.com,api.example.com:8443`).
     /// Loopback (localhost, 127.0.0.1, ::1) is always allowed; any other Host gets 403.

@@ -158,5 +158,30 @@ fn sigint_stops_the_app_gracefully_with_its_stopped_line() {
     std::io::Read::read_to_string(&mut stderr, &mut rest).expect("read");
     assert!(status.success(), "{status}: {seen}{rest}");
     assert!(rest.contains("SIGINT received") && rest.contains("mcp-cursos-stdio stopped"), "{rest}");
+
+#[test]
+fn with_log_format_json_every_stderr_line_is_a_json_object_with_its_fields() {
+    let folder = std::env::temp_dir().join(format!("mcp-cursos-stdio-json-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&folder);
+    let database = folder.join("cursos.db");
+    let output = Command::new(env!("CARGO_BIN_EXE_mcp-cursos-stdio"))
+        .env_clear()
+        .env("DATABASE_PATH", &database)
+        .env("RUST_LOG", "info")
+        .env("LOG_FORMAT", "json")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let lines: Vec<serde_json::Value> = stderr
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|error| panic!("{error}: {line:?}")))
+        .collect();
+    assert!(!lines.is_empty(), "some log lines");
+    assert!(
+        lines.iter().all(|line| line["level"].is_string() && line["message"].is_string()),
+        "level and message at the top level: {stderr}"
+    );
     let _ = std::fs::remove_dir_all(&folder);
 }
