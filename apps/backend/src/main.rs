@@ -50,7 +50,7 @@ async fn main() -> anyhow::Result<()> {
         open_files,
         Duration::from_secs(settings.header_read_timeout),
     )?;
-    let (catalog, postgres) = open_catalog(settings.database_url.as_deref(), &settings.database_path)?;
+    let (catalog, _postgres) = open_catalog(settings.database_url.as_deref(), &settings.database_path)?;
 
     let listener = tokio::net::TcpListener::bind((settings.host.as_str(), settings.port))
         .await
@@ -93,8 +93,8 @@ async fn main() -> anyhow::Result<()> {
             .context("invalid CONFIRMATION_SECRET (generate one with `openssl rand -hex 32`)")?,
         None => state,
     };
-    // Replicas on one PostgreSQL database hear of each other's changes.
-    let _replicas = postgres.as_ref().map(|store| state.follow_replicas(store));
+    // Processes sharing the database (PostgreSQL replicas, apps on one SQLite file) hear of each other's changes.
+    let _followers = state.follow_other_processes();
     let shutdown = state.shutdown_token();
     if let Access::Keys(keyring) = &access {
         keyring.watch(backend::RELOAD_INTERVAL, shutdown.clone());

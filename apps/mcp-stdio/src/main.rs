@@ -50,7 +50,7 @@ async fn main() -> anyhow::Result<()> {
         .with_ansi(std::io::stderr().is_terminal())
         .init();
 
-    let (catalog, postgres) = match settings.database_url.as_deref() {
+    let (catalog, _postgres) = match settings.database_url.as_deref() {
         Some(url) if PostgresStore::handles(url) => {
             let store = PostgresStore::open(url).context("cannot open the PostgreSQL course database")?;
             // Never the URL: it may hold a password.
@@ -80,8 +80,8 @@ async fn main() -> anyhow::Result<()> {
         unconfirmed_archive: settings.unconfirmed_archive,
     };
     let state = ServerState::new(catalog, options);
-    // Other processes on the same PostgreSQL database (HTTP replicas) tell this session of changes.
-    let _replicas = postgres.as_ref().map(|store| state.follow_replicas(store));
+    // Processes sharing the database (PostgreSQL replicas, apps on one SQLite file) hear of each other's changes.
+    let _followers = state.follow_other_processes();
     let (stdin, stdout) = rmcp::transport::stdio_pipes();
     mcp_cursos_stdio::serve(CursosServer::new(&state), state, stdin, stdout).await?;
     tracing::info!("mcp-cursos-stdio stopped");
