@@ -154,6 +154,12 @@ impl std::fmt::Debug for SqliteStore {
     }
 }
 
+/// The settings of a store opened with the default busy timeout (tests opening connections).
+#[cfg(test)]
+pub(crate) fn test_settings() -> impl CustomizeConnection<SqliteConnection, diesel::r2d2::Error> {
+    ConnectionSettings { busy_timeout: BUSY_TIMEOUT }
+}
+
 #[derive(Debug, Clone, Copy)]
 struct ConnectionSettings {
     busy_timeout: Duration,
@@ -243,6 +249,12 @@ impl SqliteStore {
             std::sync::Arc::clone(&self.own_writes),
             Box::new(on_change),
         )
+    }
+
+    /// The record of this store's own history rows (tests of the follower).
+    #[cfg(test)]
+    pub(crate) fn own_writes_for_tests(&self) -> std::sync::Arc<OwnWrites> {
+        std::sync::Arc::clone(&self.own_writes)
     }
 
     /// The database file.

@@ -254,3 +254,162 @@ fn poll(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    use super::{OwnWrites, poll};
+    use crate::{
+        Catalog, CourseChanges, CourseId, CourseTitle, NewCourse, Provenance, RemoteChange, SqliteStore, WorkloadHours,
+    };
+
+    /// Long enough for a loaded CI machine; a passing test never waits for it.
+    const PATIENCE: Duration = Duration::from_secs(10);
+
+    fn by() -> Provenance {
+        Provenance::new("teste", "criar_curso", "{}")
+    }
+
+    fn new_course(title: &str) -> NewCourse {
+        NewCourse { title: CourseTitle::parse(title).expect("title"), workload_hours: WorkloadHours::parse(10).expect("hours") }
+    }
+
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime")
+    }
+
+    #[test]
+    fn changes_committed_through_another_store_on_the_file_are_followed_and_its_own_are_not() {
+        let folder = tempfile::tempdir().expect("temp dir");
+        let path = folder.path().join("cursos.db");
+        let here = SqliteStore::open(&path).expect("open here");
+        let elsewhere = Catalog::new(SqliteStore::open(&path).expect("open elsewhere"));
+        let runtime = runtime();
+        let before_following = runtime.block_on(elsewhere.create(new_course("Antes"), by())).expect("created");
+        let (sender, received) = mpsc::channel();
+        let follower = here.follow_changes(move |change| {
+            let _ = sender.send(change);
+        });
+        let local = Catalog::new(here);
+
+        let created = runtime.block_on(elsewhere.create(new_course("Remoto"), by())).expect("created");
+        assert_eq!(
+            received.recv_timeout(PATIENCE).expect("the creation is followed"),
+            RemoteChange { course_id: created.id(), changes_listing: true },
+            "a creation elsewhere, not the one made before following"
+        );
+        let changes = CourseChanges { workload_hours: WorkloadHours::parse(20).ok(), ..Default::default() };
+        runtime.block_on(elsewhere.update(created.id(), changes, by())).expect("updated");
+        assert_eq!(
+            received.recv_timeout(PATIENCE).expect("the update is followed"),
+            RemoteChange { course_id: created.id(), changes_listing: false },
+            "a new workload leaves the listing as it was"
+        );
+        let retitled = CourseChanges { title: CourseTitle::parse("Remoto 2").ok(), ..Default::default() };
+        runtime.block_on(elsewhere.update(created.id(), retitled, by())).expect("retitled");
+        assert_eq!(
+            received.recv_timeout(PATIENCE).expect("the new title is followed"),
+            RemoteChange { course_id: created.id(), changes_listing: true }
+        );
+
+        // Made here: not reported. Refused elsewhere: nothing committed. Then one more change
+        // elsewhere, which must be the next one reported.
+        let local_course = runtime.block_on(local.create(new_course("Local"), by())).expect("created here");
+        runtime.block_on(elsewhere.create(new_course("local"), by())).expect_err("duplicate title");
+        runtime.block_on(elsewhere.archive(before_following.id(), by())).expect("archived");
+        assert_eq!(
+            received.recv_timeout(PATIENCE).expect("the archiving is followed"),
+            RemoteChange { course_id: before_following.id(), changes_listing: true },
+            "not {}: that write was made here",
+            local_course.id()
+        );
+        drop(follower);
+    }
+
+    #[test]
+    fn racing_writers_on_one_file_each_hear_exactly_the_others_writes() {
+        let folder = tempfile::tempdir().expect("temp dir");
+        let path = folder.path().join("cursos.db");
+        let here = SqliteStore::open(&path).expect("open here");
+        let elsewhere = Catalog::new(SqliteStore::open(&path).expect("open elsewhere"));
+        let (sender, received) = mpsc::channel();
+        let follower = here.follow_changes(move |change| {
+            let _ = sender.send(change);
+        });
+        let local = Catalog::new(here);
+        let write_many = |catalog: Catalog, prefix: &'static str| {
+            std::thread::spawn(move || {
+                let runtime = runtime();
+                (0..40)
+                    .map(|index| {
+                        runtime.block_on(catalog.create(new_course(&format!("{prefix} {index}")), by())).expect("created").id()
+                    })
+                    .collect::<HashSet<CourseId>>()
+            })
+        };
+        let local_writes = write_many(local, "Local");
+        let remote_writes = write_many(elsewhere, "Remoto");
+        let local_ids = local_writes.join().expect("local writer");
+        let remote_ids = remote_writes.join().expect("remote writer");
+
+        let mut heard = HashSet::new();
+        while heard.len() < remote_ids.len() {
+            let change = received.recv_timeout(PATIENCE).expect("every write made elsewhere is followed");
+            assert!(!local_ids.contains(&change.course_id), "a write made here was reported");
+            assert!(heard.insert(change.course_id), "a write was reported twice");
+        }
+        assert_eq!(heard, remote_ids);
+        drop(follower);
+    }
+
+    #[test]
+    fn a_poll_reports_each_course_once_in_commit_order() {
+        let folder = tempfile::tempdir().expect("temp dir");
+        let path = folder.path().join("cursos.db");
+        let elsewhere = Catalog::new(SqliteStore::open(&path).expect("open elsewhere"));
+        let mut connection =
+            super::super::sqlite_writer::open(&path.to_string_lossy(), &super::super::sqlite::test_settings())
+                .expect("connection");
+        let own = OwnWrites::default();
+        let (mut version, mut seen) = (None, Some(0));
+        assert_eq!(poll(&mut connection, &own, &mut version, &mut seen).expect("poll"), Vec::new());
+
+        let runtime = runtime();
+        let first = runtime.block_on(elsewhere.create(new_course("Primeiro"), by())).expect("created");
+        let second = runtime.block_on(elsewhere.create(new_course("Segundo"), by())).expect("created");
+        let changes = CourseChanges { workload_hours: WorkloadHours::parse(30).ok(), ..Default::default() };
+        runtime.block_on(elsewhere.update(second.id(), changes.clone(), by())).expect("updated");
+        runtime.block_on(elsewhere.update(first.id(), changes, by())).expect("updated");
+        assert_eq!(
+            poll(&mut connection, &own, &mut version, &mut seen).expect("poll"),
+            vec![
+                RemoteChange { course_id: first.id(), changes_listing: true },
+                RemoteChange { course_id: second.id(), changes_listing: true },
+            ]
+        );
+        assert_eq!(poll(&mut connection, &own, &mut version, &mut seen).expect("poll"), Vec::new(), "nothing new");
+    }
+
+    #[test]
+    fn a_dropped_follower_stops_and_its_store_records_no_more_writes() {
+        let folder = tempfile::tempdir().expect("temp dir");
+        let here = SqliteStore::open(&folder.path().join("cursos.db")).expect("open");
+        let own = std::sync::Arc::clone(&here.own_writes_for_tests());
+        let follower = here.follow_changes(|_| {});
+        let local = Catalog::new(here);
+        let runtime = runtime();
+        runtime.block_on(local.create(new_course("Um"), by())).expect("created");
+        drop(follower);
+        let deadline = std::time::Instant::now() + PATIENCE;
+        while own.lock().following {
+            assert!(std::time::Instant::now() < deadline, "the follower thread did not stop");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let recorded = own.lock().ranges.len();
+        runtime.block_on(local.create(new_course("Dois"), by())).expect("created");
+        assert_eq!(own.lock().ranges.len(), recorded, "nothing recorded once nobody follows");
+    }
+}
