@@ -9,6 +9,8 @@
 //!
 //! `cargo run -p mcp-cursos-bench --bin follow_latency -- --writes 200 [--in-step]`
 
+#![allow(clippy::print_stdout, reason = "a benchmark binary: its figures go to stdout")]
+
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -41,7 +43,12 @@ struct DataVersion {
 
 fn percentile(sorted: &[Duration], fraction: f64) -> Duration {
     let last = sorted.len().saturating_sub(1);
-    #[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "an index into a few hundred samples")]
+    #[allow(
+        clippy::cast_precision_loss,
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "an index into a few hundred samples"
+    )]
     let index = ((last as f64) * fraction).round() as usize;
     sorted.get(index).copied().unwrap_or_default()
 }
@@ -62,8 +69,10 @@ fn main() -> anyhow::Result<()> {
         if !arguments.in_step {
             std::thread::sleep(Duration::from_millis(u64::try_from(index * 17 % 53)?));
         }
-        let new_course =
-            NewCourse { title: CourseTitle::parse(&format!("Curso {index}"))?, workload_hours: WorkloadHours::parse(10)? };
+        let new_course = NewCourse {
+            title: CourseTitle::parse(&format!("Curso {index}"))?,
+            workload_hours: WorkloadHours::parse(10)?,
+        };
         let course = runtime.block_on(writing.create(new_course, Provenance::new("bench", "criar_curso", "{}")))?;
         let acknowledged = Instant::now();
         let (at, id) = heard.recv_timeout(Duration::from_secs(10)).context("the write was not heard")?;

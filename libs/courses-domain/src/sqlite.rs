@@ -19,8 +19,8 @@ use time::macros::format_description;
 use time::{OffsetDateTime, PrimitiveDateTime};
 
 use crate::sqlite_file::DatabaseFile;
-use crate::sqlite_writer::{WriteFailure, Writer};
 use crate::sqlite_follow::OwnWrites;
+use crate::sqlite_writer::{WriteFailure, Writer};
 use crate::store::{ChangeFollower, IdempotentInsert, RemoteChange, Replaced, Unwritable, WriteError};
 use crate::{
     Course, CourseId, CourseStore, CourseTitle, HistoryEntry, IdempotencyKey, PageCursor, Provenance, StoreError,
@@ -245,8 +245,8 @@ impl SqliteStore {
         let settings = self.settings;
         crate::sqlite_follow::start(
             self.path.to_string_lossy().into_owned(),
-            move |database| crate::sqlite_writer::open(database, &settings).map_err(Into::into),
-            std::sync::Arc::clone(&self.own_writes),
+            move |database| crate::sqlite_writer::open(database, &settings),
+            &self.own_writes,
             Box::new(on_change),
         )
     }

@@ -88,7 +88,10 @@ impl OwnState {
 
 /// The highest history position in the file (0 when there is none).
 pub(crate) fn last_seq(connection: &mut SqliteConnection) -> QueryResult<i64> {
-    course_history::table.select(diesel::dsl::max(course_history::seq)).first::<Option<i64>>(connection).map(Option::unwrap_or_default)
+    course_history::table
+        .select(diesel::dsl::max(course_history::seq))
+        .first::<Option<i64>>(connection)
+        .map(Option::unwrap_or_default)
 }
 
 #[derive(QueryableByName)]
@@ -112,7 +115,8 @@ impl Written {
     /// The same rule as [`CourseChange::changes_listing`](crate::CourseChange::changes_listing):
     /// a creation, an archiving or a new title changes the listing.
     fn changes_listing(&self) -> bool {
-        self.before_title.as_deref() != Some(self.after_title.as_str()) || self.before_archived != Some(self.after_archived)
+        self.before_title.as_deref() != Some(self.after_title.as_str())
+            || self.before_archived != Some(self.after_archived)
     }
 }
 
@@ -120,8 +124,8 @@ impl Written {
 /// this call by other processes.
 pub(crate) fn start(
     database: String,
-    open: impl Fn(&str) -> Result<SqliteConnection, Box<dyn std::error::Error + Send + Sync>> + Send + 'static,
-    own: Arc<OwnWrites>,
+    open: impl Fn(&str) -> Result<SqliteConnection, diesel::ConnectionError> + Send + 'static,
+    own: &Arc<OwnWrites>,
     on_change: Box<dyn Fn(RemoteChange) + Send>,
 ) -> crate::ChangeFollower {
     let stop = Arc::new(AtomicBool::new(false));
@@ -131,9 +135,9 @@ pub(crate) fn start(
     let start_after = {
         let mut state = own.lock();
         state.following = true;
-        open(&database).map_err(|error| error.to_string()).and_then(|mut connection| {
-            last_seq(&mut connection).map_err(|error| error.to_string())
-        })
+        open(&database)
+            .map_err(|error| error.to_string())
+            .and_then(|mut connection| last_seq(&mut connection).map_err(|error| error.to_string()))
     };
     let start_after = match start_after {
         Ok(seq) => Some(seq),
@@ -142,7 +146,7 @@ pub(crate) fn start(
             None
         }
     };
-    let thread_own = Arc::clone(&own);
+    let thread_own = Arc::clone(own);
     let spawned = std::thread::Builder::new().name("sqlite-change-follower".to_owned()).spawn(move || {
         follow(&database, &open, &thread_own, start_after, &stop, &*on_change);
         thread_own.lock().following = false;
@@ -156,7 +160,7 @@ pub(crate) fn start(
 
 fn follow(
     database: &str,
-    open: &dyn Fn(&str) -> Result<SqliteConnection, Box<dyn std::error::Error + Send + Sync>>,
+    open: &dyn Fn(&str) -> Result<SqliteConnection, diesel::ConnectionError>,
     own: &OwnWrites,
     mut last_seen: Option<i64>,
     stop: &AtomicBool,
@@ -274,7 +278,10 @@ mod tests {
     }
 
     fn new_course(title: &str) -> NewCourse {
-        NewCourse { title: CourseTitle::parse(title).expect("title"), workload_hours: WorkloadHours::parse(10).expect("hours") }
+        NewCourse {
+            title: CourseTitle::parse(title).expect("title"),
+            workload_hours: WorkloadHours::parse(10).expect("hours"),
+        }
     }
 
     fn runtime() -> tokio::runtime::Runtime {
@@ -345,7 +352,10 @@ mod tests {
                 let runtime = runtime();
                 (0..40)
                     .map(|index| {
-                        runtime.block_on(catalog.create(new_course(&format!("{prefix} {index}")), by())).expect("created").id()
+                        runtime
+                            .block_on(catalog.create(new_course(&format!("{prefix} {index}")), by()))
+                            .expect("created")
+                            .id()
                     })
                     .collect::<HashSet<CourseId>>()
             })
