@@ -272,6 +272,58 @@ async fn three_replicas_on_one_postgresql_database_share_writes_and_live_updates
     }
 }
 
+/// Issue 16: the stdio app and the backend on one SQLite file. A change made through either
+/// process reaches the other's subscribers (ADR 0030: each follows the file's history), on both
+/// protocol eras.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(deprecated, reason = "resources/subscribe is the 2025-era API under test")]
+async fn the_stdio_app_and_the_backend_on_one_sqlite_file_hear_each_others_changes_on_both_eras() {
+    let (_folder, database) = fresh_database();
+    let backend = start_backend(&database, Some("chave-arquivo-comum")).await;
+    let catalog_expected = ["updated cursos://catalogo".to_owned(), "list_changed".to_owned()];
+
+    // Over HTTP: a 2025-era session and a 2026-07-28 listen stream.
+    let (handler, mut http_legacy_notices) = recorder();
+    let http_legacy = backend.client_with(handler, Era::Initialize).await;
+    http_legacy.subscribe(SubscribeRequestParams::new("cursos://catalogo")).await.expect("resources/subscribe");
+    let http_modern = backend.client(Era::Discover).await;
+    let catalog_filter =
+        SubscriptionFilter::builder().resource_subscription("cursos://catalogo").resources_list_changed().build();
+    let mut http_stream = http_modern.listen(catalog_filter).await.expect("subscriptions/listen");
+
+    // A write through the stdio app reaches both.
+    let (stdio_handler, mut stdio_legacy_notices) = recorder();
+    let (stdio_legacy, _stderr) = stdio_client_with(stdio_handler, &database, Era::Initialize).await;
+    let course = create(&stdio_legacy, "Arquivo comum").await;
+    let course_uri = format!("cursos://{}", course["id"].as_str().expect("id"));
+    wait_for_all(&mut http_legacy_notices, &catalog_expected).await;
+    wait_for_all_in_stream(&mut http_stream, &catalog_expected).await;
+    // (The stdio session heard of its own creation: consumed, so it cannot stand for what follows.)
+    wait_for_all(&mut stdio_legacy_notices, &["list_changed".to_owned()]).await;
+
+    // The reverse: over stdio, a 2025-era subscription and (another stdio process) a 2026-07-28
+    // listen stream hear of a rename made over HTTP.
+    stdio_legacy.subscribe(SubscribeRequestParams::new(course_uri.clone())).await.expect("resources/subscribe");
+    let (stdio_modern, _stderr) = stdio_client(&database, Era::Discover).await;
+    let course_filter =
+        SubscriptionFilter::builder().resource_subscription(course_uri.clone()).resources_list_changed().build();
+    let mut stdio_stream = stdio_modern.listen(course_filter).await.expect("subscriptions/listen");
+    rename(&http_modern, &course["id"], "Arquivo comum 2").await;
+    let course_expected = [format!("updated {course_uri}"), "list_changed".to_owned()];
+    wait_for_all(&mut stdio_legacy_notices, &course_expected).await;
+    wait_for_all_in_stream(&mut stdio_stream, &course_expected).await;
+
+    stdio_stream.cancel().await.expect("cancel");
+    http_stream.cancel().await.expect("cancel");
+    for client in [stdio_modern, http_modern] {
+        client.cancel().await.expect("close");
+    }
+    for client in [stdio_legacy, http_legacy] {
+        client.cancel().await.expect("close");
+    }
+    assert!(backend.stop().await.success());
+}
+
 /// `count` catalog pages, each a URI of this server that every write touches.
 fn catalog_pages(count: usize) -> Vec<String> {
     (1..=count).map(|page| format!("cursos://catalogo?pagina={page}")).collect()

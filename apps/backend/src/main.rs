@@ -53,7 +53,7 @@ async fn main() -> anyhow::Result<()> {
     let database = backend::startup::open_database(settings.database_url.as_deref(), &settings.database_path)?;
     // Never the URL: it may hold a password.
     tracing::info!(database = %database.description, "course database ready");
-    let (catalog, postgres) = (database.catalog, database.postgres);
+    let catalog = database.catalog;
 
     let access = if settings.no_auth {
         tracing::warn!("NO_AUTH: /mcp answers without an API key (loopback only, for local test suites)");
@@ -90,8 +90,8 @@ async fn main() -> anyhow::Result<()> {
             .context("invalid CONFIRMATION_SECRET (generate one with `openssl rand -hex 32`)")?,
         None => state,
     };
-    // Replicas on one PostgreSQL database hear of each other's changes.
-    let _replicas = postgres.as_ref().map(|store| state.follow_replicas(store));
+    // Processes sharing the database (PostgreSQL replicas, apps on one SQLite file) hear of each other's changes.
+    let _followers = state.follow_other_processes();
     let shutdown = state.shutdown_token();
     if let Access::Keys(keyring) = &access {
         keyring.watch(backend::RELOAD_INTERVAL, shutdown.clone());

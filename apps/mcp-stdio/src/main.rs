@@ -97,15 +97,15 @@ async fn run() -> anyhow::Result<()> {
     let database = open_database(settings.database_url.as_deref(), &database_path)?;
     // Never the URL: it may hold a password.
     tracing::info!(database = %database.description, "mcp-cursos-stdio ready on stdin/stdout");
-    let (catalog, postgres) = (database.catalog, database.postgres);
+    let catalog = database.catalog;
     let options = ServerOptions {
         resource_tools: settings.resource_tools,
         legacy_subscriptions: true,
         unconfirmed_archive: settings.unconfirmed_archive,
     };
     let state = ServerState::new(catalog, options);
-    // Other processes on the same PostgreSQL database (HTTP replicas) tell this session of changes.
-    let _replicas = postgres.as_ref().map(|store| state.follow_replicas(store));
+    // Processes sharing the database (PostgreSQL replicas, apps on one SQLite file) hear of each other's changes.
+    let _followers = state.follow_other_processes();
     let (stdin, stdout) = rmcp::transport::stdio_pipes();
     mcp_cursos_stdio::serve_until(CursosServer::new(&state), state, stdin, stdout, stop).await?;
     tracing::info!("mcp-cursos-stdio stopped");

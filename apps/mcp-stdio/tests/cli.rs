@@ -158,6 +158,8 @@ fn sigint_stops_the_app_gracefully_with_its_stopped_line() {
     std::io::Read::read_to_string(&mut stderr, &mut rest).expect("read");
     assert!(status.success(), "{status}: {seen}{rest}");
     assert!(rest.contains("SIGINT received") && rest.contains("mcp-cursos-stdio stopped"), "{rest}");
+    let _ = std::fs::remove_dir_all(&folder);
+}
 
 #[test]
 fn with_log_format_json_every_stderr_line_is_a_json_object_with_its_fields() {

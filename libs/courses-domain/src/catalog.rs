@@ -450,6 +450,17 @@ impl Catalog {
         .map_err(NotReady::Store)?
     }
 
+    /// Follows the changes other processes commit to the same database (see
+    /// [`CourseStore::follow_changes`]): `on_change` hears of each, never of this catalog's own
+    /// (its observers do). `None` when the store cannot be shared. Stops when the follower is dropped.
+    #[must_use]
+    pub fn follow_changes(
+        &self,
+        on_change: impl Fn(crate::RemoteChange) + Send + 'static,
+    ) -> Option<crate::ChangeFollower> {
+        self.store.follow_changes(Box::new(on_change))
+    }
+
     /// How busy the store's connection pool is (for metrics; does not touch the database).
     #[must_use]
     pub fn pool_status(&self) -> crate::PoolStatus {

@@ -27,8 +27,6 @@ impl DatabaseSettingError {
 pub struct OpenedDatabase {
     /// The catalog on the store chosen.
     pub catalog: Catalog,
-    /// The PostgreSQL store, when `DATABASE_URL` chose it.
-    pub postgres: Option<PostgresStore>,
     /// What was opened, for the log: `postgresql` or the SQLite file's absolute path.
     pub description: String,
 }
@@ -44,11 +42,7 @@ pub fn open_database(database_url: Option<&str>, database_path: &Path) -> Result
     match database_url {
         Some(url) if PostgresStore::handles(url) => {
             let store = PostgresStore::open(url).map_err(|error| postgres_error(&error))?;
-            Ok(OpenedDatabase {
-                catalog: Catalog::new(store.clone()),
-                postgres: Some(store),
-                description: "postgresql".to_owned(),
-            })
+            Ok(OpenedDatabase { catalog: Catalog::new(store), description: "postgresql".to_owned() })
         }
         // Never the value: it may hold a password.
         Some(_) => Err(DatabaseSettingError(
@@ -59,11 +53,7 @@ pub fn open_database(database_url: Option<&str>, database_path: &Path) -> Result
         None => {
             let absolute = absolute(database_path);
             let store = SqliteStore::open(&absolute).map_err(|error| sqlite_error(&error, database_path, &absolute))?;
-            Ok(OpenedDatabase {
-                catalog: Catalog::new(store),
-                postgres: None,
-                description: absolute.display().to_string(),
-            })
+            Ok(OpenedDatabase { catalog: Catalog::new(store), description: absolute.display().to_string() })
         }
     }
 }

@@ -22,6 +22,7 @@ mod page;
 mod postgres;
 mod sqlite;
 mod sqlite_file;
+mod sqlite_follow;
 mod sqlite_writer;
 mod store;
 mod workload_hours;
@@ -43,8 +44,12 @@ pub use database_settings::{DatabaseSettingError, OpenedDatabase, open_database}
 pub use history::{HistoryEntry, HistoryPage, Provenance};
 pub use idempotency_key::{IdempotencyKey, IdempotencyKeyError};
 pub use page::{CoursePage, PageCursor, PageCursorError, PageSize};
-pub use postgres::{CHANGES_CHANNEL, ChangeFollower, FOLLOW_POLL, OpenPostgresStoreError, PostgresStore, RemoteChange};
+pub use postgres::{CHANGES_CHANNEL, FOLLOW_POLL, OpenPostgresStoreError, PostgresStore};
 pub use sqlite::{OpenStoreError, SqliteStore};
-pub use store::{CourseStore, IdempotentInsert, PoolStatus, Replaced, StoreError, Unwritable, WriteError};
+pub use sqlite_follow::SQLITE_FOLLOW_POLL;
+pub use store::{
+    ChangeFollower, CourseStore, IdempotentInsert, PoolStatus, RemoteChange, Replaced, StoreError, Unwritable,
+    WriteError,
+};
 pub use time::OffsetDateTime;
 pub use workload_hours::{WorkloadHours, WorkloadHoursError};

@@ -27,7 +27,7 @@ use diesel::result::{DatabaseErrorKind, Error as DieselError};
 use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
 use time::OffsetDateTime;
 
-use crate::store::{IdempotentInsert, Replaced, WriteError};
+use crate::store::{ChangeFollower, IdempotentInsert, RemoteChange, Replaced, WriteError};
 use crate::{
     Course, CourseId, CourseStore, CourseTitle, HistoryEntry, IdempotencyKey, PageCursor, Provenance, StoreError,
     WorkloadHours,
@@ -326,7 +326,7 @@ impl PostgresStore {
     #[must_use]
     pub fn follow_changes(&self, on_change: impl Fn(RemoteChange) + Send + 'static) -> ChangeFollower {
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let follower = ChangeFollower { stop: std::sync::Arc::clone(&stop) };
+        let follower = ChangeFollower::new(std::sync::Arc::clone(&stop));
         let url = std::sync::Arc::clone(&self.url);
         let origin = std::sync::Arc::clone(&self.origin);
         let schema = self.schema.clone().unwrap_or_default();
@@ -493,28 +493,6 @@ pub const CHANGES_CHANNEL: &str = "mcp_cursos_changes";
 
 /// How often the follower thread checks for notices (a non-blocking read of the LISTEN connection).
 pub const FOLLOW_POLL: std::time::Duration = std::time::Duration::from_millis(20);
-
-/// A change another process committed: which course, and whether the listing changed (a course
-/// was created or archived, or a title changed).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RemoteChange {
-    /// The course that changed.
-    pub course_id: CourseId,
-    /// True when the set of active courses or a title changed.
-    pub changes_listing: bool,
-}
-
-/// Stops [`PostgresStore::follow_changes`]' thread when dropped.
-#[derive(Debug)]
-pub struct ChangeFollower {
-    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-}
-
-impl Drop for ChangeFollower {
-    fn drop(&mut self) {
-        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    }
-}
 
 fn follow(
     url: &str,
@@ -819,6 +797,10 @@ impl CourseStore for PostgresStore {
             .load(&mut self.connection()?)
             .map_err(|error| StoreError::new("cannot read a course's history", error))?;
         rows.into_iter().map(|row| row.into_entry(course)).collect()
+    }
+
+    fn follow_changes(&self, on_change: Box<dyn Fn(RemoteChange) + Send>) -> Option<ChangeFollower> {
+        Some(PostgresStore::follow_changes(self, on_change))
     }
 
     fn pool_status(&self) -> crate::PoolStatus {

@@ -19,8 +19,9 @@ use time::macros::format_description;
 use time::{OffsetDateTime, PrimitiveDateTime};
 
 use crate::sqlite_file::DatabaseFile;
+use crate::sqlite_follow::OwnWrites;
 use crate::sqlite_writer::{WriteFailure, Writer};
-use crate::store::{IdempotentInsert, Replaced, Unwritable, WriteError};
+use crate::store::{ChangeFollower, IdempotentInsert, RemoteChange, Replaced, Unwritable, WriteError};
 use crate::{
     Course, CourseId, CourseStore, CourseTitle, HistoryEntry, IdempotencyKey, PageCursor, Provenance, StoreError,
     WorkloadHours,
@@ -140,6 +141,10 @@ pub struct SqliteStore {
     writer: Writer,
     /// The file opened, to tell whether it can still take durable writes (ADR 0026).
     file: std::sync::Arc<DatabaseFile>,
+    /// The history rows the writer committed, for a follower to skip (ADR 0030).
+    own_writes: std::sync::Arc<OwnWrites>,
+    /// How the writer's and the follower's connections are set up.
+    settings: ConnectionSettings,
     path: PathBuf,
 }
 
@@ -149,7 +154,13 @@ impl std::fmt::Debug for SqliteStore {
     }
 }
 
-#[derive(Debug)]
+/// The settings of a store opened with the default busy timeout (tests opening connections).
+#[cfg(test)]
+pub(crate) fn test_settings() -> impl CustomizeConnection<SqliteConnection, diesel::r2d2::Error> {
+    ConnectionSettings { busy_timeout: BUSY_TIMEOUT }
+}
+
+#[derive(Debug, Clone, Copy)]
 struct ConnectionSettings {
     busy_timeout: Duration,
 }
@@ -231,10 +242,38 @@ impl SqliteStore {
             .map_err(|error| OpenStoreError::Migrate { path: path.to_owned(), source: error.into() })?;
         drop(connection);
         let file = std::sync::Arc::new(DatabaseFile::opened(path).map_err(|error| open_error(error.into()))?);
-        let writer = Writer::start(path, std::sync::Arc::clone(&file), ConnectionSettings { busy_timeout })
+        let own_writes = std::sync::Arc::default();
+        let settings = ConnectionSettings { busy_timeout };
+        let writer = Writer::start(path, std::sync::Arc::clone(&file), std::sync::Arc::clone(&own_writes), settings)
             .map_err(|error| open_error(error.into()))?;
         tracing::debug!(path = %path.display(), "course store opened");
-        Ok(Self { pool, writer, file, path: path.to_owned() })
+        Ok(Self { pool, writer, file, own_writes, settings, path: path.to_owned() })
+    }
+
+    /// Starts following the changes other processes commit to this file (another app, another
+    /// backend): a thread with its own connection asks SQLite every [`SQLITE_FOLLOW_POLL`]
+    /// whether another connection committed (`PRAGMA data_version`), and if so reads the new
+    /// history rows and calls `on_change` once per course changed, in commit order. Changes made
+    /// through this store are not reported (its process already announced them). After an error
+    /// it reopens its connection every second, with a warning. Stops when the returned
+    /// [`ChangeFollower`] is dropped (ADR 0030).
+    ///
+    /// [`SQLITE_FOLLOW_POLL`]: crate::SQLITE_FOLLOW_POLL
+    #[must_use]
+    pub fn follow_changes(&self, on_change: impl Fn(RemoteChange) + Send + 'static) -> ChangeFollower {
+        let settings = self.settings;
+        crate::sqlite_follow::start(
+            self.path.to_string_lossy().into_owned(),
+            move |database| crate::sqlite_writer::open(database, &settings),
+            &self.own_writes,
+            Box::new(on_change),
+        )
+    }
+
+    /// The record of this store's own history rows (tests of the follower).
+    #[cfg(test)]
+    pub(crate) fn own_writes_for_tests(&self) -> std::sync::Arc<OwnWrites> {
+        std::sync::Arc::clone(&self.own_writes)
     }
 
     /// The database file.
@@ -636,6 +675,10 @@ impl CourseStore for SqliteStore {
     /// has room (ADR 0026).
     fn writable(&self) -> Result<(), Unwritable> {
         self.file.has_room()
+    }
+
+    fn follow_changes(&self, on_change: Box<dyn Fn(RemoteChange) + Send>) -> Option<ChangeFollower> {
+        Some(SqliteStore::follow_changes(self, on_change))
     }
 
     fn pool_status(&self) -> crate::PoolStatus {

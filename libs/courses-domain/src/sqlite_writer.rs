@@ -22,6 +22,7 @@ use diesel::result::Error as DieselError;
 use diesel::sqlite::SqliteConnection;
 
 use crate::sqlite_file::DatabaseFile;
+use crate::sqlite_follow::{OwnWrites, last_seq};
 use crate::store::Unwritable;
 
 /// The most writes committed by one transaction.
@@ -69,6 +70,7 @@ impl Writer {
     pub(crate) fn start(
         path: &Path,
         file: Arc<DatabaseFile>,
+        own_writes: Arc<OwnWrites>,
         settings: impl CustomizeConnection<SqliteConnection, diesel::r2d2::Error> + 'static,
     ) -> std::io::Result<Self> {
         let (jobs, queue) = mpsc::channel::<Box<dyn Job>>();
@@ -77,7 +79,7 @@ impl Writer {
         let thread_stats = Arc::clone(&stats);
         std::thread::Builder::new()
             .name("sqlite-writer".into())
-            .spawn(move || run(&database, &file, &settings, &queue, &thread_stats))?;
+            .spawn(move || run(&database, &file, &own_writes, &settings, &queue, &thread_stats))?;
         Ok(Self { jobs, stats })
     }
 
@@ -147,6 +149,7 @@ where
 fn run(
     database: &str,
     file: &DatabaseFile,
+    own_writes: &OwnWrites,
     settings: &dyn CustomizeConnection<SqliteConnection, diesel::r2d2::Error>,
     queue: &mpsc::Receiver<Box<dyn Job>>,
     stats: &WriterStats,
@@ -190,10 +193,23 @@ fn run(
         };
         let committed = catch_unwind(AssertUnwindSafe(|| {
             connection.immediate_transaction(|connection| {
+                // Under the file's write lock, every history row past `first` is this batch's
+                // (two indexed lookups of the last row, a few microseconds).
+                let first = last_seq(connection).ok();
                 batch.iter_mut().for_each(|job| job.run(connection));
-                Ok::<_, DieselError>(())
+                let range = first.zip(last_seq(connection).ok());
+                // Held across the COMMIT that follows: a follower of this file (ADR 0030) never
+                // reads a row of this batch before it is recorded as this process's own.
+                Ok::<_, DieselError>((own_writes.lock(), range))
             })
         }));
+        let committed = committed.map(|outcome| {
+            outcome.map(|(mut own, range)| {
+                if let Some((first, last)) = range {
+                    own.record(first, last);
+                }
+            })
+        });
         let failure = match committed {
             Ok(Ok(())) => {
                 stats.commits.fetch_add(1, Ordering::Relaxed);
@@ -227,7 +243,7 @@ fn run(
     }
 }
 
-fn open(
+pub(crate) fn open(
     database: &str,
     settings: &dyn CustomizeConnection<SqliteConnection, diesel::r2d2::Error>,
 ) -> Result<SqliteConnection, diesel::ConnectionError> {

@@ -208,4 +208,44 @@ pub trait CourseStore: Send + Sync + std::fmt::Debug + 'static {
     fn pool_status(&self) -> PoolStatus {
         PoolStatus::default()
     }
+
+    /// Starts telling `on_change` of the changes other processes commit to the same database
+    /// (another replica on PostgreSQL, another process on the same SQLite file), in commit order,
+    /// never of this store's own writes (its [`Catalog`](crate::Catalog)'s observers hear those).
+    /// Runs until the returned [`ChangeFollower`] is dropped. The default, for a store no other
+    /// process can share, follows nothing (`None`).
+    fn follow_changes(&self, on_change: Box<dyn Fn(RemoteChange) + Send>) -> Option<ChangeFollower> {
+        drop(on_change);
+        None
+    }
+}
+
+/// A change another process committed: which course, and whether the listing changed (a course
+/// was created or archived, or a title changed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RemoteChange {
+    /// The course that changed.
+    pub course_id: CourseId,
+    /// True when the set of active courses or a title changed.
+    pub changes_listing: bool,
+}
+
+/// Stops a store's [`follow_changes`](CourseStore::follow_changes) thread when dropped (within
+/// one poll interval).
+#[derive(Debug)]
+pub struct ChangeFollower {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl ChangeFollower {
+    /// A follower whose thread stops once `stop` is set.
+    pub(crate) fn new(stop: std::sync::Arc<std::sync::atomic::AtomicBool>) -> Self {
+        Self { stop }
+    }
+}
+
+impl Drop for ChangeFollower {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
 }

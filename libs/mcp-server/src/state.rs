@@ -129,14 +129,15 @@ impl ServerState {
         crate::hub::announce_remote(&self.hub, id, list_changed);
     }
 
-    /// Follows the changes other replicas commit to the same PostgreSQL database (LISTEN/NOTIFY)
-    /// and tells this process's subscribers, on both protocol eras. Must be called from the Tokio
-    /// runtime; keep the returned follower alive as long as the server runs.
+    /// Follows the changes other processes commit to the same database (replicas on PostgreSQL,
+    /// LISTEN/NOTIFY, ADR 0019; other processes on the same SQLite file, ADR 0030) and tells this
+    /// process's subscribers, on both protocol eras. Must be called from the Tokio runtime; keep
+    /// the returned follower alive as long as the server runs (`None`: the store cannot be shared).
     #[must_use]
-    pub fn follow_replicas(&self, store: &courses_domain::PostgresStore) -> courses_domain::ChangeFollower {
+    pub fn follow_other_processes(&self) -> Option<courses_domain::ChangeFollower> {
         let state = self.clone();
         let runtime = tokio::runtime::Handle::current();
-        store.follow_changes(move |change| {
+        self.catalog.follow_changes(move |change| {
             let _entered = runtime.enter();
             state.announce_remote_change(change.course_id, change.changes_listing);
         })
