@@ -52,6 +52,7 @@ podman save --quiet --format docker-archive -o "$DIST/mcp-cursos-$VERSION.image.
 step "npm packages"
 cp -r packaging/npm "$STAGE/npm"
 cp LICENSE "$STAGE/npm/mcp-cursos/"; cp LICENSE "$STAGE/npm/mcp-cursos-linux-x64/"
+mkdir -p "$STAGE/npm/mcp-cursos-linux-x64/bin"  # git keeps no empty folder
 cp "$DIST/mcp-cursos-stdio-$VERSION-linux-x64" "$STAGE/npm/mcp-cursos-linux-x64/bin/mcp-cursos-stdio"
 chmod 755 "$STAGE/npm/mcp-cursos-linux-x64/bin/mcp-cursos-stdio" "$STAGE/npm/mcp-cursos/bin/mcp-cursos.js"
 for package in mcp-cursos mcp-cursos-linux-x64; do
