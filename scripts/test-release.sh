@@ -6,6 +6,7 @@
 #     volume: /health 200, 401 without a key, 403 on a foreign Host, a real MCP client (Python
 #     SDK) creates a course over HTTP, the HEALTHCHECK command passes, `podman stop` returns
 #     within 5 s with exit 0, and a new container on the same volume still lists the course;
+#     the same image with DATABASE_URL on the local PostgreSQL (host network, 127.0.0.1);
 #   - the npm packages, from their tarballs, through `npx` (empty cache), by the same client
 #     over stdio;
 #   - the wheel through `uvx` (uv tool run, offline, empty cache), by the same client;
@@ -29,8 +30,9 @@ SMOKE=("$PY" "$ROOT/packaging/tests/smoke_client.py")
 passed=0; failed=0
 
 cleanup() {
-  podman rm -f "$NAME-1" "$NAME-2" >/dev/null 2>&1
+  podman rm -f "$NAME-1" "$NAME-2" "$NAME-3" >/dev/null 2>&1
   podman volume rm -f "$NAME" >/dev/null 2>&1
+  psql "${PG_URL:-postgres://postgres@127.0.0.1:5432/test}" -qAtc "DROP DATABASE IF EXISTS ${PG_DATABASE:-none} WITH (FORCE)" >/dev/null 2>&1
   rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -94,6 +96,27 @@ if check "podman run with a volume: /health answers 200" start_container 1; then
     check "and still lists the course" "${SMOKE[@]}" --expect "Curso no contêiner" http "http://127.0.0.1:$PORT/mcp" "$KEY"
     podman stop -t 10 "$NAME-2" >/dev/null 2>&1
   fi
+fi
+
+# The same image on PostgreSQL (the one on 127.0.0.1:5432, a database of this run's own, dropped
+# on exit): host networking, so the server binds 127.0.0.1 on a free port of its choosing.
+PG_URL="${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}"
+PG_DATABASE="mcp_cursos_release_$$"
+start_on_postgres() {
+  psql "$PG_URL" -qAtc "CREATE DATABASE $PG_DATABASE" || return 1
+  podman run -d --name "$NAME-3" --network host -e HOST=127.0.0.1 -e PORT=0 -e API_KEY="$KEY" \
+    -e DATABASE_URL="${PG_URL%/*}/$PG_DATABASE" "$IMAGE" >/dev/null || return 1
+  local deadline=$((SECONDS + 30))
+  until PG_PORT="$(podman logs "$NAME-3" 2>&1 | sed -n 's/.*listening.*url=http:\/\/127\.0\.0\.1:\([0-9]*\)\/mcp.*/\1/p' | head -1)" && [[ -n "$PG_PORT" ]]; do
+    (( SECONDS < deadline )) || { podman logs "$NAME-3"; return 1; }
+    sleep 0.2
+  done
+}
+if command -v psql >/dev/null && check "the same image with DATABASE_URL (PostgreSQL) starts" start_on_postgres; then
+  check "an MCP client creates and reads a course there" \
+    "${SMOKE[@]}" --create "Curso no PostgreSQL" --expect "Curso no PostgreSQL" http "http://127.0.0.1:$PG_PORT/mcp" "$KEY"
+  check "the course is in PostgreSQL" bash -c \
+    "[[ \$(psql '${PG_URL%/*}/$PG_DATABASE' -qAtc \"select count(*) from courses where title = 'Curso no PostgreSQL'\") == 1 ]]"
 fi
 
 echo "-- npm (npx, from the packed tarballs)"
