@@ -30,7 +30,7 @@ SMOKE=("$PY" "$ROOT/packaging/tests/smoke_client.py")
 passed=0; failed=0
 
 cleanup() {
-  podman rm -f "$NAME-1" "$NAME-2" "$NAME-3" >/dev/null 2>&1
+  podman rm -f -v "$NAME-1" "$NAME-2" "$NAME-3" >/dev/null 2>&1  # -v: the anonymous /data of the PostgreSQL run
   podman volume rm -f "$NAME" >/dev/null 2>&1
   psql "${PG_URL:-postgres://postgres@127.0.0.1:5432/test}" -qAtc "DROP DATABASE IF EXISTS ${PG_DATABASE:-none} WITH (FORCE)" >/dev/null 2>&1
   rm -rf "$WORK"
