@@ -3,7 +3,8 @@
 # nothing running (containers, volumes and temporary folders are removed on exit):
 #   - SHA256SUMS match; server.json passes skillsaw (the released registry schemas, offline);
 #   - the image, loaded from its OCI archive: labels, non-root user, size; `podman run` with a
-#     volume: /health 200, 401 without a key, 403 on a foreign Host, a real MCP client (Python
+#     volume: /health 200 (also with a foreign Host, as probes send), 401 without a key, 403 on a
+#     foreign Host at /mcp, a real MCP client (Python
 #     SDK) creates a course over HTTP, the HEALTHCHECK command passes, `podman stop` returns
 #     within 5 s with exit 0, and a new container on the same volume still lists the course;
 #     the same image with DATABASE_URL on the local PostgreSQL (host network, 127.0.0.1);
@@ -85,7 +86,10 @@ start_container() { # start_container N: runs container N on the shared volume, 
 status_of() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
 if check "podman run with a volume: /health answers 200" start_container 1; then
   check "POST /mcp without a key: 401" bash -c "[[ \$(curl -s -o /dev/null -w '%{http_code}' -X POST http://127.0.0.1:$PORT/mcp -H 'content-type: application/json' -d '{}') == 401 ]]"
-  check "a foreign Host (DNS rebinding): 403" bash -c "[[ \$(curl -s -o /dev/null -w '%{http_code}' -H 'Host: evil.example' http://127.0.0.1:$PORT/health) == 403 ]]"
+  check "a foreign Host (DNS rebinding) on /mcp: 403, naming ALLOWED_HOSTS" bash -c "
+    body=\$(curl -s -w ' %{http_code}' -X POST -H 'Host: evil.example' -H 'content-type: application/json' -d '{}' http://127.0.0.1:$PORT/mcp) &&
+    [[ \$body == *' 403' && \$body == *ALLOWED_HOSTS* ]]"
+  check "a probe naming the machine's address in Host: /health 200 (ADR 0029)" bash -c "[[ \$(curl -s -o /dev/null -w '%{http_code}' -H 'Host: 10.1.2.3:3000' http://127.0.0.1:$PORT/health) == 200 ]]"
   check "an MCP client creates a course over HTTP" "${SMOKE[@]}" --create "Curso no contêiner" http "http://127.0.0.1:$PORT/mcp" "$KEY"
   check "the image's HEALTHCHECK (mcp-cursos-backend health, no shell) passes" podman healthcheck run "$NAME-1"
   stop_started=$SECONDS
