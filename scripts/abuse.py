@@ -21,7 +21,6 @@ import os
 import resource
 import secrets
 import selectors
-import signal
 import socket
 import subprocess
 import sys
@@ -30,11 +29,7 @@ import threading
 import time
 
 import backend_process
-
-
-def setting(name, default, kind=int):
-    value = os.environ.get(name)
-    return kind(value) if value not in (None, "") else default
+from backend_process import rss_kib, setting
 
 
 SECONDS = setting("ABUSE_SECONDS", 30)
@@ -45,14 +40,6 @@ SETTLE_SECONDS = setting("ABUSE_SETTLE_SECONDS", 5)
 BACKEND_BIN = os.environ["BACKEND_BIN"]
 API_KEY = "abuse-" + secrets.token_hex(16)
 CALL_TIMEOUT = 5
-
-
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise RuntimeError("no VmRSS")
 
 
 def open_files_limit(pid):
@@ -256,14 +243,9 @@ def main():
             failed.append(f"{log_problems['log_errors']} ERROR/panic lines in the backend log")
     finally:
         if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                status = process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                status = process.wait()
+            status = backend_process.stop(process)
             if status != 0:
-                failed.append(f"the backend stopped with status {status} on SIGTERM")
+                failed.append(f"the backend stopped with status {status} on SIGTERM (None: killed after 30 s)")
         subprocess.run(["rm", "-rf", folder], check=False)
     if failed:
         print("abuse: FAILED: " + "; ".join(failed))

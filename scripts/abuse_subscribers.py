@@ -25,7 +25,6 @@ died or stopped uncleanly.
 import http.client
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -34,11 +33,7 @@ import threading
 import time
 
 import backend_process
-
-
-def setting(name, default, kind=int):
-    value = os.environ.get(name)
-    return kind(value) if value not in (None, "") else default
+from backend_process import rss_kib, setting
 
 
 KEYS = setting("ABUSE_KEYS", 4)
@@ -51,14 +46,6 @@ HOLD_SECONDS = setting("ABUSE_HOLD_SECONDS", 12)
 BACKEND_BIN = os.environ["BACKEND_BIN"]
 MODERN = "2026-07-28"
 LEGACY = "2025-11-25"
-
-
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise RuntimeError("no VmRSS")
 
 
 def create_key(keys_file, name, scope):
@@ -349,14 +336,11 @@ def main():
         for sock in stuck:
             sock.close()
         if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                status = process.wait(timeout=30)
-                if status != 0:
-                    failed.append(f"the backend exited with {status}")
-            except subprocess.TimeoutExpired:
-                process.kill()
+            status = backend_process.stop(process)
+            if status is None:
                 failed.append("the backend did not stop within 30 s of SIGTERM")
+            elif status != 0:
+                failed.append(f"the backend exited with {status}")
         else:
             failed.append(f"the backend died (status {process.returncode})")
     if failed:

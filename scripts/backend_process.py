@@ -1,6 +1,9 @@
-"""Starts the real mcp-cursos backend for the scripts that measure it (soak.py, abuse.py,
-abuse_subscribers.py): loopback only, no key handling, Python standard library only."""
+"""What the scripts that measure the real mcp-cursos backend share (soak.py, abuse.py,
+abuse_subscribers.py): settings from the environment, starting and stopping the backend,
+reading its memory. Loopback only, Python standard library only."""
 
+import os
+import signal
 import subprocess
 import sys
 import threading
@@ -42,3 +45,30 @@ def start(binary, environment, name, counters=None, preexec_fn=None):
     threading.Thread(target=drain, daemon=True).start()
     host, port = url.split("//", 1)[1].split("/", 1)[0].rsplit(":", 1)
     return process, host, int(port), log, counts
+
+
+def setting(name, default, kind=int):
+    """The environment variable `name` as `kind`, or `default` when unset or empty."""
+    value = os.environ.get(name)
+    return kind(value) if value not in (None, "") else default
+
+
+def rss_kib(pid):
+    """The resident memory of process `pid`, in KiB."""
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise RuntimeError("no VmRSS")
+
+
+def stop(process, timeout=30):
+    """Sends SIGTERM to a running backend and returns its exit status, or None when it had to be
+    killed after `timeout` seconds."""
+    process.send_signal(signal.SIGTERM)
+    try:
+        return process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+        return None

@@ -22,7 +22,6 @@ import http.client
 import json
 import os
 import secrets
-import signal
 import subprocess
 import sys
 import tempfile
@@ -30,11 +29,7 @@ import threading
 import time
 
 import backend_process
-
-
-def setting(name, default, kind=int):
-    value = os.environ.get(name)
-    return kind(value) if value not in (None, "") else default
+from backend_process import rss_kib, setting
 
 
 SECONDS = setting("SOAK_SECONDS", 120)
@@ -45,14 +40,6 @@ RATE = setting("SOAK_RATE", 200)
 RSS_BOUND_MB = setting("SOAK_RSS_BOUND_MB", 16)
 BACKEND_BIN = os.environ["BACKEND_BIN"]
 API_KEY = "soak-" + secrets.token_hex(16)
-
-
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise RuntimeError("no VmRSS")
 
 
 def start_backend(folder):
@@ -231,14 +218,9 @@ def main():
             failed.append(f"{log_problems['log_errors']} ERROR/panic lines in the backend log")
     finally:
         if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                status = process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                status = process.wait()
+            status = backend_process.stop(process)
             if status != 0:
-                failed.append(f"the backend stopped with status {status} on SIGTERM")
+                failed.append(f"the backend stopped with status {status} on SIGTERM (None: killed after 30 s)")
         subprocess.run(["rm", "-rf", folder], check=False)
     if failed:
         print("soak: FAILED: " + "; ".join(failed))

@@ -60,6 +60,17 @@ async fn five_writes_are_refused(client: &Client, database: &Path, why: &str) {
     }
 }
 
+/// Stops `backend`, starts it again on `database` and checks the catalog holds every
+/// acknowledged write, and only those.
+async fn after_a_restart_exactly(backend: Backend, database: &Path, acknowledged: &[String]) {
+    backend.stop().await;
+    let restarted = start_backend(database, Some(KEY)).await;
+    let client = restarted.client(Era::Initialize).await;
+    assert_eq!(catalog_ids(&client).await, acknowledged, "every acknowledged write, and only those");
+    drop(client);
+    restarted.stop().await;
+}
+
 fn remove_database_files(database: &Path) {
     for suffix in ["", "-wal", "-shm"] {
         let mut name = database.as_os_str().to_owned();
@@ -144,13 +155,7 @@ async fn a_read_only_database_refuses_writes_and_fails_readiness_until_it_is_wri
     assert_eq!(ready(&backend).await.0, 200, "ready again once the file is writable");
     acknowledged.push(create(&client, "Depois").await.expect("acknowledged again"));
     drop(client);
-    backend.stop().await;
-
-    let restarted = start_backend(&database, Some(KEY)).await;
-    let client = restarted.client(Era::Initialize).await;
-    assert_eq!(catalog_ids(&client).await, acknowledged, "every acknowledged write, and only those");
-    drop(client);
-    restarted.stop().await;
+    after_a_restart_exactly(backend, &database, &acknowledged).await;
 }
 
 /// A small tmpfs mounted on a folder (root only), unmounted on drop.
@@ -220,12 +225,6 @@ async fn a_full_disk_fails_readiness_refuses_what_it_cannot_store_and_loses_noth
     assert_eq!(ready(&backend).await.0, 200, "ready again once there is room");
     acknowledged.push(create(&client, "Depois").await.expect("acknowledged again"));
     drop(client);
-    backend.stop().await;
-
-    let restarted = start_backend(&database, Some(KEY)).await;
-    let client = restarted.client(Era::Initialize).await;
-    assert_eq!(catalog_ids(&client).await, acknowledged, "every acknowledged write, and only those");
-    drop(client);
-    restarted.stop().await;
+    after_a_restart_exactly(backend, &database, &acknowledged).await;
     drop(disk);
 }

@@ -63,17 +63,6 @@ pub fn load_keyring(api_key: Option<&ApiKey>, keys_file: Option<&Path>) -> Resul
     })
 }
 
-/// True for `localhost` and loopback IP addresses.
-#[must_use]
-pub fn is_loopback(host: &str) -> bool {
-    host.eq_ignore_ascii_case("localhost")
-        || host
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
-}
-
 /// The request guard of `ALLOWED_HOSTS` and `ALLOWED_ORIGINS`.
 ///
 /// # Errors
@@ -90,7 +79,7 @@ pub fn request_guard(settings: &Settings) -> Result<RequestGuard, SettingError> 
 /// # Errors
 /// [`SettingError`] naming both.
 pub fn check_no_auth(settings: &Settings) -> Result<(), SettingError> {
-    if settings.no_auth && !is_loopback(&settings.host) {
+    if settings.no_auth && !crate::is_loopback_host(&settings.host) {
         return Err(SettingError(format!(
             "NO_AUTH is only allowed on a loopback HOST (127.0.0.1, ::1 or localhost), not HOST={}",
             settings.host
@@ -150,7 +139,7 @@ pub async fn check(settings: &Settings) -> Vec<Finding> {
             settings.allowed_origins.len()
         )
     })));
-    if !is_loopback(&settings.host) && settings.allowed_hosts.is_empty() {
+    if !crate::is_loopback_host(&settings.host) && settings.allowed_hosts.is_empty() {
         findings.push(Finding::Warning(format!(
             "HOST={} listens beyond loopback but ALLOWED_HOSTS is empty: requests naming this machine's \
              address or name in Host are refused; list those names in ALLOWED_HOSTS",
