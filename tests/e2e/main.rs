@@ -2,6 +2,8 @@
 //! processes, on real SQLite files, over stdin/stdout and loopback HTTP, driven by the rmcp client
 //! and by plain HTTP requests. One test binary for all of them.
 
+mod cli_backend;
+mod cli_stdio;
 mod deployment;
 mod durability;
 mod faults;

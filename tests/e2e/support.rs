@@ -32,26 +32,57 @@ pub(crate) type Client = RunningService<RoleClient, ()>;
 
 /// The path of one of the workspace's binaries, built beside this test binary.
 ///
-/// `cargo test --workspace` builds both (each app has an integration test); when this package is
-/// tested alone and they are missing, they are built once here.
+/// `cargo test` builds a package's binaries only for that package's own integration tests, and
+/// the apps have none: every test that runs a binary lives in this one test binary. So the first
+/// call builds both, once per run, with the same package selection and dev-dependencies as
+/// `cargo test --workspace` (the workspace, with this test target): the binaries link the
+/// libraries that command already built, nothing is compiled twice, and when they are up to date
+/// the build is a no-op. Built every run, never "if missing", so a test never runs a stale binary.
 pub(crate) fn binary(name: &str) -> PathBuf {
     static TARGET_DIR: OnceLock<PathBuf> = OnceLock::new();
-    let target_dir = TARGET_DIR.get_or_init(|| {
+    let profile_dir = TARGET_DIR.get_or_init(|| {
         let test_binary = std::env::current_exe().expect("current exe");
-        let target_dir = test_binary.parent().and_then(Path::parent).expect("target/<profile>").to_owned();
-        let missing = ["mcp-cursos-stdio", "mcp-cursos-backend"].iter().any(|name| !target_dir.join(name).exists());
-        if missing {
-            let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root");
-            let status = std::process::Command::new(env!("CARGO"))
-                .args(["build", "--quiet", "-p", "mcp-cursos-stdio", "-p", "mcp-cursos-backend"])
-                .current_dir(workspace)
-                .status()
-                .expect("run cargo build");
-            assert!(status.success(), "building the binaries failed");
-        }
-        target_dir
+        // target/<profile>/deps/e2e-<hash>
+        let profile_dir = test_binary.parent().and_then(Path::parent).expect("target/<profile>").to_owned();
+        let target_dir = profile_dir.parent().expect("the target folder");
+        let profile = match profile_dir.file_name().and_then(|name| name.to_str()) {
+            Some("debug") => "dev",
+            Some(other) => other,
+            None => panic!("no profile folder in {}", profile_dir.display()),
+        };
+        let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root");
+        let status = std::process::Command::new(env!("CARGO"))
+            .args(["build", "--quiet", "--locked", "--workspace", "--profile", profile, "--test", "e2e"])
+            .args(["--bin", "mcp-cursos-stdio", "--bin", "mcp-cursos-backend", "--target-dir"])
+            .arg(target_dir)
+            .current_dir(workspace)
+            .status()
+            .expect("run cargo build");
+        assert!(status.success(), "building the binaries failed");
+        profile_dir
     });
-    target_dir.join(name)
+    profile_dir.join(name)
+}
+
+/// Runs `command` to its end, killing it if it has not ended within a generous bound (a start-up
+/// error is reported at once; before, a database that could not be opened took 30 s).
+pub(crate) fn run_to_end(command: &mut std::process::Command) -> std::process::Output {
+    let mut child = command
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while child.try_wait().expect("wait").is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let output = child.wait_with_output().expect("output");
+            panic!("still running after 20 s: {}", String::from_utf8_lossy(&output.stderr));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("output")
 }
 
 /// A fresh folder with a database path inside (not yet created).

@@ -25,6 +25,8 @@
 #![deny(missing_docs)]
 
 mod api_key;
+#[cfg(test)]
+mod app_tests;
 mod connections;
 mod guard;
 mod jsonrpc_body;

@@ -5,7 +5,7 @@ use std::io::Write;
 use anyhow::Context;
 use std::time::Duration;
 
-use backend::{Access, ApiKey, AppConfig, Command, ConnectionLimits, KeysCommand, SessionMode, Settings};
+use backend::{Access, ApiKey, Command, ConnectionLimits, KeysCommand, SessionMode, Settings};
 use clap::Parser;
 use mcp_server::{ServerOptions, ServerState};
 use tokio_util::sync::CancellationToken;
@@ -96,15 +96,7 @@ async fn main() -> anyhow::Result<()> {
     if let Access::Keys(keyring) = &access {
         keyring.watch(backend::RELOAD_INTERVAL, shutdown.clone());
     }
-    let config = AppConfig {
-        access,
-        rate_limit: settings.rate_limit,
-        guard,
-        session_mode: settings.session_mode,
-        session_idle_timeout: Duration::from_secs(settings.session_idle_timeout),
-        metrics: settings.metrics,
-        max_sessions_per_key: settings.max_sessions_per_key,
-    };
+    let config = backend::startup::app_config(&settings, access, guard);
     let router = backend::app(state, config, shutdown.clone());
     tokio::spawn(stop_on_signal(shutdown.clone()));
     tracing::info!(

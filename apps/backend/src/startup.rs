@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 pub use courses_domain::{DatabaseSettingError, OpenedDatabase, open_database};
 
-use crate::{ApiKey, Keyring, KeysFileError, RequestGuard, Settings};
+use crate::{Access, ApiKey, AppConfig, Keyring, KeysFileError, RequestGuard, Settings};
 
 /// A setting that cannot be followed: the message says which, why, and what to change.
 #[derive(Debug, thiserror::Error)]
@@ -72,6 +72,22 @@ pub fn request_guard(settings: &Settings) -> Result<RequestGuard, SettingError> 
         .with_hosts(settings.allowed_hosts.iter().map(String::as_str))
         .map_err(|error| SettingError(format!("{error}: invalid ALLOWED_HOSTS")))?
         .with_origins(settings.allowed_origins.iter().map(String::as_str)))
+}
+
+/// The router's configuration: `access` and the `guard` of [`request_guard`], with the limits,
+/// session mode and metrics of `settings`. What the binary serves, and what the router's tests
+/// build, so a setting reaches the router the same way in both.
+#[must_use]
+pub fn app_config(settings: &Settings, access: Access, guard: RequestGuard) -> AppConfig {
+    AppConfig {
+        access,
+        rate_limit: settings.rate_limit,
+        guard,
+        session_mode: settings.session_mode,
+        session_idle_timeout: std::time::Duration::from_secs(settings.session_idle_timeout),
+        metrics: settings.metrics,
+        max_sessions_per_key: settings.max_sessions_per_key,
+    }
 }
 
 /// `NO_AUTH` only on a loopback `HOST`.

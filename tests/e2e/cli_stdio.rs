@@ -1,13 +1,14 @@
-//! The binary documents its setting in `--help`.
-//!
-//! (Having an integration test also makes `cargo test` build this binary, which the end-to-end
-//! tests in `tests/` then run.)
+//! `mcp-cursos-stdio` as a host starts it: `--help` documents its settings, the default database
+//! lives in the per-user data folder (ADR 0032), start-up errors name the setting (ADR 0028),
+//! SIGINT stops it gracefully and `LOG_FORMAT=json` writes JSON lines.
 
 use std::process::Command;
 
+use crate::support::{binary, run_to_end};
+
 #[test]
 fn help_documents_every_setting_with_its_default_and_environment_variable() {
-    let output = Command::new(env!("CARGO_BIN_EXE_mcp-cursos-stdio")).arg("--help").output().expect("run --help");
+    let output = Command::new(binary("mcp-cursos-stdio")).arg("--help").output().expect("run --help");
     assert!(output.status.success());
     let help = String::from_utf8(output.stdout).expect("utf-8");
     assert!(help.contains("--database-path"), "{help}");
@@ -25,7 +26,7 @@ fn without_database_path_the_catalog_lives_in_the_per_user_data_folder_whatever_
     for (xdg_data_home, expected) in
         [(None, home.join(".local/share/mcp-cursos/cursos.db")), (Some(&xdg), xdg.join("mcp-cursos/cursos.db"))]
     {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_mcp-cursos-stdio"));
+        let mut command = Command::new(binary("mcp-cursos-stdio"));
         // Started in / with stdin closed at once, as a launcher in an unknown folder might.
         command.env_clear().env("HOME", &home).env("RUST_LOG", "info").current_dir("/");
         if let Some(folder) = xdg_data_home {
@@ -42,29 +43,8 @@ fn without_database_path_the_catalog_lives_in_the_per_user_data_folder_whatever_
 
 // ---- Start-up errors and stopping (issue 16). ----
 
-/// Runs `command` to its end, killing it if it has not ended within a generous bound (a start-up
-/// error is reported at once; before, a database that could not be opened took 30 s).
-fn run_to_end(command: &mut Command) -> std::process::Output {
-    let mut child = command
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while child.try_wait().expect("wait").is_none() {
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            let output = child.wait_with_output().expect("output");
-            panic!("still running after 20 s: {}", String::from_utf8_lossy(&output.stderr));
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    child.wait_with_output().expect("output")
-}
-
 fn stdio_app(folder: &std::path::Path) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_mcp-cursos-stdio"));
+    let mut command = Command::new(binary("mcp-cursos-stdio"));
     command.env_clear().env("RUST_LOG", "info").env("HOME", folder);
     command
 }
@@ -166,7 +146,7 @@ fn with_log_format_json_every_stderr_line_is_a_json_object_with_its_fields() {
     let folder = std::env::temp_dir().join(format!("mcp-cursos-stdio-json-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&folder);
     let database = folder.join("cursos.db");
-    let output = Command::new(env!("CARGO_BIN_EXE_mcp-cursos-stdio"))
+    let output = Command::new(binary("mcp-cursos-stdio"))
         .env_clear()
         .env("DATABASE_PATH", &database)
         .env("RUST_LOG", "info")

@@ -1,13 +1,15 @@
-//! The binary documents every setting in `--help`, each with its environment variable.
-//!
-//! (Having an integration test also makes `cargo test` build this binary, which the end-to-end
-//! tests in `tests/` then run.)
+//! `mcp-cursos-backend` as an operator meets it before it serves: `--help` documents every
+//! setting with its environment variable, a setting that cannot be followed stops the start at
+//! once with the cause first and the setting named (issue 16, ADR 0028), the `keys` commands'
+//! files and the `check` command.
 
 use std::process::Command;
 
+use crate::support::{binary, run_to_end};
+
 #[test]
 fn help_documents_every_setting_with_its_environment_variable() {
-    let output = Command::new(env!("CARGO_BIN_EXE_mcp-cursos-backend")).arg("--help").output().expect("run --help");
+    let output = Command::new(binary("mcp-cursos-backend")).arg("--help").output().expect("run --help");
     assert!(output.status.success());
     let help = String::from_utf8(output.stdout).expect("utf-8");
     for (flag, variable) in [
@@ -37,7 +39,7 @@ fn help_documents_every_setting_with_its_environment_variable() {
 
 #[test]
 fn help_never_shows_the_api_key_taken_from_the_environment() {
-    let output = Command::new(env!("CARGO_BIN_EXE_mcp-cursos-backend"))
+    let output = Command::new(binary("mcp-cursos-backend"))
         .arg("--help")
         .env("API_KEY", "segredo-que-nao-pode-aparecer")
         .env("CONFIRMATION_SECRET", "outro-segredo-que-nao-pode-aparecer-nunca")
@@ -50,7 +52,7 @@ fn help_never_shows_the_api_key_taken_from_the_environment() {
 #[test]
 fn a_short_confirmation_secret_fails_at_start_without_being_echoed() {
     let database = std::env::temp_dir().join(format!("mcp-cursos-cli-test-secret-{}/cursos.db", std::process::id()));
-    let output = Command::new(env!("CARGO_BIN_EXE_mcp-cursos-backend"))
+    let output = Command::new(binary("mcp-cursos-backend"))
         .env("API_KEY", "chave-de-teste-longa-o-bastante")
         .env("CONFIRMATION_SECRET", "curto-demais")
         .env("PORT", "0")
@@ -68,7 +70,7 @@ fn a_short_confirmation_secret_fails_at_start_without_being_echoed() {
 
 #[test]
 fn an_invalid_setting_fails_at_start_with_a_clear_message() {
-    let output = Command::new(env!("CARGO_BIN_EXE_mcp-cursos-backend"))
+    let output = Command::new(binary("mcp-cursos-backend"))
         .env("API_KEY", "chave com espaço")
         .env("PORT", "0")
         .env("DATABASE_PATH", std::env::temp_dir().join("mcp-cursos-cli-test-never-created/cursos.db"))
@@ -83,7 +85,7 @@ fn an_invalid_setting_fails_at_start_with_a_clear_message() {
 #[test]
 fn no_auth_is_refused_on_an_address_other_than_loopback() {
     let database = std::env::temp_dir().join(format!("mcp-cursos-cli-test-no-auth-{}/cursos.db", std::process::id()));
-    let output = Command::new(env!("CARGO_BIN_EXE_mcp-cursos-backend"))
+    let output = Command::new(binary("mcp-cursos-backend"))
         .env("NO_AUTH", "true")
         .env("HOST", "0.0.0.0")
         .env("PORT", "0")
@@ -105,7 +107,7 @@ fn keys_create_adds_no_key_when_it_cannot_print_it() {
     let keys_file = folder.path().join("keys");
     let (reader, writer) = std::io::pipe().expect("pipe");
     drop(reader);
-    let output = Command::new(env!("CARGO_BIN_EXE_mcp-cursos-backend"))
+    let output = Command::new(binary("mcp-cursos-backend"))
         .args(["keys", "create", "--name", "ci", "--scope", "escrita"])
         .env("KEYS_FILE", &keys_file)
         .stdout(writer)
@@ -129,29 +131,8 @@ fn keys_create_adds_no_key_when_it_cannot_print_it() {
 
 // ---- Start-up errors (issue 16): the cause first, the setting to change, at once. ----
 
-/// Runs `command` to its end, killing it if it has not ended within a generous bound (a start-up
-/// error is reported at once; before, a database that could not be opened took 30 s).
-fn run_to_end(command: &mut Command) -> std::process::Output {
-    let mut child = command
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while child.try_wait().expect("wait").is_none() {
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            let output = child.wait_with_output().expect("output");
-            panic!("still running after 20 s: {}", String::from_utf8_lossy(&output.stderr));
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    child.wait_with_output().expect("output")
-}
-
 fn backend() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_mcp-cursos-backend"));
+    let mut command = Command::new(binary("mcp-cursos-backend"));
     command.env_clear().env("RUST_LOG", "info").env("API_KEY", "chave-de-teste-longa-o-bastante").env("PORT", "0");
     command
 }
@@ -262,7 +243,7 @@ fn keys_create_makes_a_missing_folder_for_its_owner_only() {
     let folder = tempfile::tempdir().expect("temp dir");
     let keys_file = folder.path().join("etc/mcp-cursos/keys");
     let output = run_to_end(
-        Command::new(env!("CARGO_BIN_EXE_mcp-cursos-backend"))
+        Command::new(binary("mcp-cursos-backend"))
             .env_clear()
             .args(["keys", "create", "--name", "ci", "--scope", "escrita"])
             .env("KEYS_FILE", &keys_file),
@@ -284,7 +265,7 @@ fn an_io_error_of_keys_create_is_printed_once() {
     let folder = tempfile::tempdir().expect("temp dir");
     std::fs::write(folder.path().join("etc"), "").expect("file");
     let output = run_to_end(
-        Command::new(env!("CARGO_BIN_EXE_mcp-cursos-backend"))
+        Command::new(binary("mcp-cursos-backend"))
             .env_clear()
             .args(["keys", "create", "--name", "ci", "--scope", "escrita"])
             .env("KEYS_FILE", folder.path().join("etc/mcp-cursos/keys")),
@@ -298,7 +279,7 @@ fn check_passes_on_a_working_configuration_with_one_line_per_finding() {
     let folder = tempfile::tempdir().expect("temp dir");
     let keys_file = folder.path().join("keys");
     let created = run_to_end(
-        Command::new(env!("CARGO_BIN_EXE_mcp-cursos-backend"))
+        Command::new(binary("mcp-cursos-backend"))
             .env_clear()
             .args(["keys", "create", "--name", "ci", "--scope", "escrita"])
             .env("KEYS_FILE", &keys_file),
