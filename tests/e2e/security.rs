@@ -1,6 +1,9 @@
-//! The negative security suite over HTTP: keys from a keys file (made and revoked with the real
-//! `keys` commands), scopes, hot revocation, rate limits and every hostile request we know of.
-//! Each gets the right status or error, and the store is unchanged afterwards.
+//! The negative security suite over HTTP, on the real process: keys from a keys file (made and
+//! revoked with the real `keys` commands), scopes on both eras, hot revocation, and every hostile
+//! request we know of, over a real socket. Each gets the right status or error, the store is
+//! unchanged afterwards, and no key reaches the process's output. The rate limit and the session
+//! cap per key, and every variant of the router's refusals, are tested in process
+//! (`apps/backend/src/app_tests.rs`).
 
 use std::path::Path;
 use std::process::Output;
@@ -424,49 +427,6 @@ async fn hostile_requests_get_the_right_status_and_leave_the_store_unchanged() {
     assert!(backend.stop().await.success());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn over_the_rate_limit_a_key_gets_429_with_retry_after_and_nothing_is_executed() {
-    let (folder, database) = fresh_database();
-    let keys_file = folder.path().join("chaves");
-    let limited = create_key(&keys_file, "ci", "escrita");
-    let other = create_key(&keys_file, "outra", "escrita");
-    let backend = start_backend_with_keys_file(&database, &keys_file, &[("RATE_LIMIT", "3")]).await;
-    let limited_bearer = bearer(&limited);
-    for titulo in ["Um", "Dois", "Tres"] {
-        let response = post(&backend, &modern_headers(&limited_bearer), modern_create_body(titulo, MODERN)).await;
-        assert_eq!(response.status(), StatusCode::OK, "{titulo}");
-        assert_eq!(jsonrpc_message(response).await["result"]["isError"], false, "{titulo}");
-    }
-    let response = post(&backend, &modern_headers(&limited_bearer), modern_create_body("Quatro", MODERN)).await;
-    assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
-    let retry_after: u64 = response
-        .headers()
-        .get("retry-after")
-        .expect("Retry-After")
-        .to_str()
-        .expect("ascii")
-        .parse()
-        .expect("whole seconds");
-    assert!((1..=20).contains(&retry_after), "one request every 20 s: {retry_after}");
-    let body: Value = response.json().await.expect("a JSON body");
-    assert_eq!(body["error"], "rate_limited");
-
-    let other_bearer = bearer(&other);
-    let response = post(&backend, &modern_headers(&other_bearer), modern_create_body("Cinco", MODERN)).await;
-    assert_eq!(response.status(), StatusCode::OK, "the limit is per key, never shared");
-    let catalog = catalog_in_one_request(&backend, &other).await;
-    let titles: Vec<&str> = catalog["cursos"]
-        .as_array()
-        .expect("courses")
-        .iter()
-        .map(|course| course["titulo"].as_str().expect("title"))
-        .collect();
-    assert_eq!(titles, ["Um", "Dois", "Tres", "Cinco"], "the refused request was never executed");
-    assert!(backend.stderr.all().contains("refused by the rate limit"));
-    assert_no_key_in_logs(&backend, &[&limited, &other]);
-    assert!(backend.stop().await.success());
-}
-
 /// A 2025-era session opened with `key` over raw HTTP (initialize, then `notifications/initialized`).
 async fn open_session(backend: &Backend, key: &str) -> reqwest::Response {
     post(backend, &[("authorization", &bearer(key)), ("mcp-protocol-version", "2025-11-25")], initialize_body()).await
@@ -474,50 +434,6 @@ async fn open_session(backend: &Backend, key: &str) -> reqwest::Response {
 
 fn session_id(response: &reqwest::Response) -> String {
     response.headers().get("mcp-session-id").expect("a session id").to_str().expect("ascii").to_owned()
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_key_over_its_session_cap_is_refused_while_another_key_is_not() {
-    let (folder, database) = fresh_database();
-    let keys_file = folder.path().join("chaves");
-    let busy = create_key(&keys_file, "painel", "leitura");
-    let other = create_key(&keys_file, "ci", "escrita");
-    let backend = start_backend_with_keys_file(&database, &keys_file, &[("MAX_SESSIONS_PER_KEY", "2")]).await;
-    let mut sessions = Vec::new();
-    for _ in 0..2 {
-        let response = open_session(&backend, &busy).await;
-        assert_eq!(response.status(), StatusCode::OK);
-        sessions.push(session_id(&response));
-    }
-    let refused = open_session(&backend, &busy).await;
-    assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS, "a third session for the same key");
-    assert!(refused.headers().get("mcp-session-id").is_none(), "no session was opened");
-    let body: Value = refused.json().await.expect("a JSON body");
-    assert_eq!(body["error"], "too_many_sessions", "{body}");
-    assert!(body["message"].as_str().expect("message").contains("MAX_SESSIONS_PER_KEY=2"), "{body}");
-
-    let accepted = open_session(&backend, &other).await;
-    assert_eq!(accepted.status(), StatusCode::OK, "the cap is per key: another key opens its session");
-    assert_eq!(catalog_in_one_request(&backend, &busy).await["total"], 0, "requests without a session still work");
-
-    let deleted = reqwest::Client::new()
-        .delete(&backend.mcp_url)
-        .header("authorization", bearer(&busy))
-        .header("mcp-session-id", &sessions[0])
-        .send()
-        .await
-        .expect("delete");
-    assert!(deleted.status().is_success(), "{}", deleted.status());
-    let reopened = open_session(&backend, &busy).await;
-    assert_eq!(reopened.status(), StatusCode::OK, "a closed session frees its place");
-    assert_eq!(open_session(&backend, &busy).await.status(), StatusCode::TOO_MANY_REQUESTS, "and only one");
-    let health: Value =
-        reqwest::get(format!("{}/health", backend.base_url)).await.expect("health").json().await.expect("json");
-    assert_eq!(health["sessions"], 3, "two for one key, one for the other: {health}");
-    let logs = backend.stderr.all();
-    assert!(logs.contains("painel") && logs.contains("holds its most open sessions"), "{logs}");
-    assert_no_key_in_logs(&backend, &[&busy, &other]);
-    assert!(backend.stop().await.success());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

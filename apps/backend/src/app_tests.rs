@@ -21,7 +21,7 @@ use mcp_server::{Scope, ServerOptions, ServerState};
 use serde_json::{Value, json};
 use tower::ServiceExt as _;
 
-use crate::{Access, KeyName, Keyring, MAX_REQUEST_BODY_BYTES, SessionMode, Settings, create_key, revoke_key, startup};
+use crate::{Access, KeyName, Keyring, SessionMode, Settings, create_key, revoke_key, startup};
 
 const MODERN: &str = "2026-07-28";
 const LEGACY: &str = "2025-11-25";
@@ -561,6 +561,8 @@ async fn a_body_over_one_mebibyte_gets_413_while_one_of_exactly_one_mebibyte_is_
     let authorization = bearer(&app.writer);
     let headers =
         [("authorization", authorization.as_str()), ("mcp-method", "tools/call"), ("mcp-name", "criar_curso")];
+    // The limit the contract states (1 MiB), not the constant, so that moving it fails here.
+    const ONE_MEBIBYTE: usize = 1024 * 1024;
     // A valid criar_curso padded with trailing spaces (still one JSON value) to an exact size.
     let create = modern_body(
         "tools/call",
@@ -568,15 +570,15 @@ async fn a_body_over_one_mebibyte_gets_413_while_one_of_exactly_one_mebibyte_is_
     );
     let padded = |size: usize| format!("{create}{}", " ".repeat(size - create.len()));
 
-    let refused = app.send(post("/mcp", &headers, padded(MAX_REQUEST_BODY_BYTES + 1))).await;
+    let refused = app.send(post("/mcp", &headers, padded(ONE_MEBIBYTE + 1))).await;
     assert_eq!(refused.status, StatusCode::PAYLOAD_TOO_LARGE);
     assert_eq!(refused.message()["error"], "payload_too_large");
     let plain_text = [("content-type", "text/plain"), ("authorization", authorization.as_str())];
-    let refused = app.send(request(Method::POST, "/mcp", &plain_text, "x".repeat(2 * MAX_REQUEST_BODY_BYTES))).await;
+    let refused = app.send(request(Method::POST, "/mcp", &plain_text, "x".repeat(2 * ONE_MEBIBYTE))).await;
     assert_eq!(refused.status, StatusCode::PAYLOAD_TOO_LARGE, "whatever its content type");
     assert_eq!(app.total().await, 0, "nothing was written");
 
-    let served = app.send(post("/mcp", &headers, padded(MAX_REQUEST_BODY_BYTES))).await;
+    let served = app.send(post("/mcp", &headers, padded(ONE_MEBIBYTE))).await;
     assert_eq!(served.status, StatusCode::OK, "{}", served.text());
     assert_eq!(served.message()["result"]["isError"], false, "{}", served.text());
     assert_eq!(app.total().await, 1, "the body at the limit was executed");
