@@ -26,6 +26,18 @@ use crate::{Access, KeyName, Keyring, SessionMode, Settings, create_key, revoke_
 const MODERN: &str = "2026-07-28";
 const LEGACY: &str = "2025-11-25";
 const WRITING_TOOLS: [&str; 3] = ["criar_curso", "atualizar_curso", "arquivar_curso"];
+/// The settings' environment variables that change what [`startup::app_config`] builds.
+const ROUTER_VARIABLES: [&str; 9] = [
+    "RATE_LIMIT",
+    "ALLOWED_HOSTS",
+    "ALLOWED_ORIGINS",
+    "SESSION_MODE",
+    "SESSION_IDLE_TIMEOUT",
+    "MAX_SESSIONS_PER_KEY",
+    "METRICS",
+    "RESOURCE_TOOLS",
+    "UNCONFIRMED_ARCHIVE",
+];
 /// Bounds a response that never ends (it would otherwise hang the test, not fail it).
 const PATIENCE: Duration = Duration::from_secs(60);
 
@@ -43,7 +55,13 @@ struct TestApp {
 
 impl TestApp {
     /// Builds the router from `flags`, as given to the binary (`--rate-limit 3`).
+    ///
+    /// The settings are parsed as the binary parses them, so the environment is their fallback:
+    /// a variable that shapes the router, set where the tests run, would change what they test.
     fn start(flags: &[&str]) -> Self {
+        for variable in ROUTER_VARIABLES {
+            assert!(std::env::var_os(variable).is_none(), "unset {variable} to run the router's tests");
+        }
         let folder = tempfile::tempdir().expect("temp dir");
         let keys_file = folder.path().join("chaves");
         let key = |name: &str, scope| {
