@@ -39,8 +39,8 @@ pub(crate) type Client = RunningService<RoleClient, ()>;
 /// libraries that command already built, nothing is compiled twice, and when they are up to date
 /// the build is a no-op. Built every run, never "if missing", so a test never runs a stale binary.
 pub(crate) fn binary(name: &str) -> PathBuf {
-    static TARGET_DIR: OnceLock<PathBuf> = OnceLock::new();
-    let profile_dir = TARGET_DIR.get_or_init(|| {
+    static PROFILE_DIR: OnceLock<PathBuf> = OnceLock::new();
+    let profile_dir = PROFILE_DIR.get_or_init(|| {
         let test_binary = std::env::current_exe().expect("current exe");
         // target/<profile>/deps/e2e-<hash>
         let profile_dir = test_binary.parent().and_then(Path::parent).expect("target/<profile>").to_owned();
