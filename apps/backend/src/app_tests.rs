@@ -26,7 +26,7 @@ use crate::{Access, KeyName, Keyring, SessionMode, Settings, create_key, revoke_
 const MODERN: &str = "2026-07-28";
 const LEGACY: &str = "2025-11-25";
 const WRITING_TOOLS: [&str; 3] = ["criar_curso", "atualizar_curso", "arquivar_curso"];
-/// The settings' environment variables that change what [`startup::app_config`] builds.
+/// The environment variables of the settings that shape the router and server these tests build.
 const ROUTER_VARIABLES: [&str; 9] = [
     "RATE_LIMIT",
     "ALLOWED_HOSTS",
