@@ -767,7 +767,7 @@ async fn a_2026_listen_stream_hears_of_changes_made_by_a_2025_client() {
         .resources_list_changed()
         .build();
     let mut subscription = listener.listen(filter).await.expect("subscriptions/listen");
-    assert_eq!(harness.state.listener_counts().listen_streams, 1);
+    until_listen_streams(&harness.state, 1).await;
 
     harness.call("arquivar_curso", json!({"id": course["id"]})).await;
     let mut seen = Vec::new();
@@ -1364,6 +1364,20 @@ async fn attach_stalling(
     (client, stalled)
 }
 
+/// Waits until `count` listen streams are registered: rmcp acknowledges `subscriptions/listen`
+/// before the server's handler has registered the stream, so the count may lag the answer.
+async fn until_listen_streams(state: &ServerState, count: usize) {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    while state.listener_counts().listen_streams != count {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "expected {count} listen streams: {:?}",
+            state.listener_counts()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+}
+
 fn catalog_pages(count: usize) -> Vec<String> {
     (1..=count).map(|page| format!("cursos://catalogo?pagina={page}")).collect()
 }
@@ -1423,7 +1437,7 @@ async fn listeners_that_stop_reading_never_delay_the_others_and_are_dropped() {
     let good_client = attach((), &state, Era::Discover).await;
     let filter = rmcp::model::SubscriptionFilter::builder().resource_subscription("cursos://catalogo").build();
     let mut good_stream = good_client.listen(filter).await.expect("subscriptions/listen");
-    assert_eq!(state.listener_counts().listen_streams, 2);
+    until_listen_streams(&state, 2).await;
 
     for number in 0..40 {
         let arguments = json!({"titulo": format!("Sem esperar {number}"), "cargaHoraria": 4});
@@ -1489,7 +1503,7 @@ async fn listen_filters_with_unknown_uris_or_too_many_are_refused_naming_the_rea
     assert_eq!(harness.state.listener_counts().listen_streams, 0);
     let filter = rmcp::model::SubscriptionFilter::builder().resource_subscriptions(catalog_pages(1000)).build();
     let mut subscription = harness.client.listen(filter).await.expect("1000 URIs are within the bound");
-    assert_eq!(harness.state.listener_counts().listen_streams, 1);
+    until_listen_streams(&harness.state, 1).await;
     subscription.cancel().await.expect("cancel");
 }
 
