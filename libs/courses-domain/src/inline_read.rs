@@ -63,7 +63,7 @@ mod tests {
     #[test]
     fn a_read_that_found_no_connection_free_is_refused_and_the_thread_may_wait_again() {
         assert!(may_wait());
-        assert_eq!(attempt(|| may_wait()), Some(false));
+        assert_eq!(attempt(may_wait), Some(false));
         assert_eq!(
             attempt(|| {
                 no_connection_free();

@@ -54,6 +54,8 @@ fn fresh_store() -> (tempfile::TempDir, PathBuf, SqliteStore) {
 /// restart would).
 fn titles_in_file(path: &Path) -> Vec<String> {
     let mut connection = SqliteConnection::establish(&path.to_string_lossy()).expect("open the file");
+    // The store's connections may still hold a lock for a moment (a checkpoint, a rollback).
+    connection.batch_execute("PRAGMA busy_timeout = 10000").expect("busy timeout");
     diesel::sql_query("SELECT title FROM courses ORDER BY position")
         .load::<TitleRow>(&mut connection)
         .expect("read the titles")
@@ -193,8 +195,9 @@ fn a_full_database_fails_the_whole_batch_and_keeps_what_was_acknowledged_before(
         connection.batch_execute(&format!("PRAGMA max_page_count = {}", pages + 1))
     });
     let long = "Curso de título longo ".repeat(9);
-    let writes: Vec<_> =
-        (0..40).map(|number| queue_insert(&store, &format!("{long}{number}").chars().take(200).collect::<String>())).collect();
+    let writes: Vec<_> = (0..40)
+        .map(|number| queue_insert(&store, &format!("{long}{number}").chars().take(200).collect::<String>()))
+        .collect();
     held.release().expect("the holding batch wrote nothing");
     let outcomes: Vec<_> = writes.into_iter().map(|write| write.join().expect("write")).collect();
     assert!(outcomes.iter().all(Result::is_err), "every write of the failed batch is told it failed: {outcomes:?}");

@@ -325,9 +325,8 @@ fn run(
             },
         };
         let mut commit_started = false;
-        let written = catch_unwind(AssertUnwindSafe(|| {
-            write_batch(connection, &mut batch, own_writes, &mut commit_started)
-        }));
+        let written =
+            catch_unwind(AssertUnwindSafe(|| write_batch(connection, &mut batch, own_writes, &mut commit_started)));
         let failure = match written {
             Ok(Ok(())) => {
                 stats.commits.fetch_add(1, Ordering::Relaxed);
