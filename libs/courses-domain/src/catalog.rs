@@ -316,7 +316,8 @@ impl Catalog {
     /// that writes nothing.
     ///
     /// # Errors
-    /// [`UpdateCourseError`] naming the rule that refused; nothing is written.
+    /// [`UpdateCourseError`] naming the rule that refused; nothing is written (except after
+    /// [`UpdateCourseError::OutcomeUnknown`], where that is unknown).
     pub async fn update(
         &self,
         id: CourseId,

@@ -2,8 +2,9 @@
 //!
 //! SQLite is compiled into the binary (`libsqlite3-sys/bundled`). The file is opened in WAL
 //! mode with a busy timeout and `synchronous = FULL`, and the embedded migrations run on open.
-//! Reads use a pool of connections; writes go through one writer thread that commits them in
-//! batches, one fsync per batch ([`crate::sqlite_writer`], group commit).
+//! Reads use a pool of connections (never waited for on the async runtime:
+//! [`crate::inline_read`]); writes go through one writer thread that commits them in batches, one
+//! fsync per batch ([`crate::sqlite_writer`], group commit: what a failed batch means is there).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
