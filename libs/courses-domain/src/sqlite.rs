@@ -33,7 +33,8 @@ const MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations");
 /// How long a writer waits for another process's write lock before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// Connections kept by the pool, for reads only (writes have the writer's own connection). Reads
-/// run inline on the async workers, so at most one per worker thread is in use at a time.
+/// run inline on the async workers when a connection is free at once, else on the blocking pool,
+/// which waits for one (ADR 0021).
 const POOL_SIZE: u32 = 8;
 
 /// Stored timestamps: RFC 3339, UTC, millisecond precision, fixed width (text order is time order).
