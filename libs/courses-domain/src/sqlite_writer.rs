@@ -369,8 +369,13 @@ fn run(
         };
         stats.writing.store(0, Ordering::SeqCst);
         if failure.is_some() {
-            // The connection's transaction state is unknown after a failed batch: closing it rolls
-            // back whatever SQLite still holds open, and the next batch opens a fresh one.
+            // The connection's transaction state is unknown after a failed batch (a panic may have
+            // left a savepoint open): roll back whatever SQLite still holds (an error here only
+            // means nothing was open), then close it, which would roll back too; the next batch
+            // opens a fresh one.
+            if let Some(connection) = slot.as_mut() {
+                let _ = connection.batch_execute("ROLLBACK");
+            }
             slot = None;
         }
         batch.into_iter().for_each(|job| job.finish(failure.as_ref()));
