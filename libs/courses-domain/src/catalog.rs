@@ -97,9 +97,13 @@ pub enum CreateCourseError {
     /// Nothing was written.
     #[error(transparent)]
     Unwritable(Unwritable),
-    /// The storage failed.
+    /// The storage failed; nothing was written.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The storage failed while making the creation durable: the course may or may not be stored
+    /// (ADR 0020). A retry with the same idempotency key, or the same title, cannot create it twice.
+    #[error("whether the course was created is unknown")]
+    OutcomeUnknown(#[source] StoreError),
 }
 
 /// Why [`Catalog::update`] refused.
@@ -140,9 +144,18 @@ pub enum UpdateCourseError {
     /// Nothing was written.
     #[error(transparent)]
     Unwritable(Unwritable),
-    /// The storage failed (or the course kept changing under us).
+    /// The storage failed (or the course kept changing under us); nothing was written.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The storage failed while making the update durable: it may or may not be stored (ADR 0020).
+    #[error("whether course {id} was updated is unknown")]
+    OutcomeUnknown {
+        /// The course.
+        id: CourseId,
+        /// The failure.
+        #[source]
+        source: StoreError,
+    },
 }
 
 /// Why [`Catalog::archive`] refused.
@@ -168,15 +181,25 @@ pub enum ArchiveCourseError {
     /// Nothing was written.
     #[error(transparent)]
     Unwritable(Unwritable),
-    /// The storage failed.
+    /// The storage failed; nothing was written.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The storage failed while making the archiving durable: it may or may not be stored (ADR 0020).
+    #[error("whether course {id} was archived is unknown")]
+    OutcomeUnknown {
+        /// The course.
+        id: CourseId,
+        /// The failure.
+        #[source]
+        source: StoreError,
+    },
 }
 
 /// Why [`Catalog::readiness`] says the catalog is not ready.
 #[derive(Debug, thiserror::Error)]
 pub enum NotReady {
-    /// Writes cannot be made durable (ADR 0026).
+    /// Writes cannot be made durable (ADR 0026), or the store's writer stopped
+    /// ([`Unwritable::WriterStopped`]).
     #[error(transparent)]
     Unwritable(Unwritable),
     /// The store did not answer a read.
@@ -248,6 +271,7 @@ impl Catalog {
                 Err(WriteError::DuplicateTitle) => Err(CreateCourseError::DuplicateTitle { title }),
                 Err(WriteError::Unwritable(reason)) => Err(CreateCourseError::Unwritable(reason)),
                 Err(WriteError::Store(error)) => Err(error.into()),
+                Err(WriteError::OutcomeUnknown(error)) => Err(CreateCourseError::OutcomeUnknown(error)),
             })
             .await??;
         self.announce(&CourseChange::Created(created.clone()));
@@ -278,6 +302,7 @@ impl Catalog {
                     Err(WriteError::DuplicateTitle) => Err(CreateCourseError::DuplicateTitle { title }),
                     Err(WriteError::Unwritable(reason)) => Err(CreateCourseError::Unwritable(reason)),
                     Err(WriteError::Store(error)) => Err(error.into()),
+                    Err(WriteError::OutcomeUnknown(error)) => Err(CreateCourseError::OutcomeUnknown(error)),
                 }
             })
             .await??;
@@ -291,7 +316,8 @@ impl Catalog {
     /// that writes nothing.
     ///
     /// # Errors
-    /// [`UpdateCourseError`] naming the rule that refused; nothing is written.
+    /// [`UpdateCourseError`] naming the rule that refused; nothing is written (except after
+    /// [`UpdateCourseError::OutcomeUnknown`], where that is unknown).
     pub async fn update(
         &self,
         id: CourseId,
@@ -338,6 +364,9 @@ impl Catalog {
                         }
                         Err(WriteError::Unwritable(reason)) => return Err(UpdateCourseError::Unwritable(reason)),
                         Err(WriteError::Store(error)) => return Err(error.into()),
+                        Err(WriteError::OutcomeUnknown(source)) => {
+                            return Err(UpdateCourseError::OutcomeUnknown { id, source });
+                        }
                     }
                 }
                 Err(StoreError::message("the course kept changing during an update").into())
@@ -386,6 +415,9 @@ impl Catalog {
                         }
                         Err(WriteError::Unwritable(reason)) => return Err(ArchiveCourseError::Unwritable(reason)),
                         Err(WriteError::Store(error)) => return Err(error.into()),
+                        Err(WriteError::OutcomeUnknown(source)) => {
+                            return Err(ArchiveCourseError::OutcomeUnknown { id, source });
+                        }
                     }
                 }
                 Err(StoreError::message("the course kept changing during archiving").into())
@@ -476,13 +508,20 @@ impl Catalog {
     }
 
     /// Runs a bounded read: on this thread when the store's reads are local and short
-    /// ([`CourseStore::reads_inline`], ADR 0021), else on the blocking pool.
+    /// ([`CourseStore::reads_inline`], ADR 0021) and it has a connection free now, else on the
+    /// blocking pool. Never waits for a connection on this thread ([`crate::inline_read`]).
     async fn read<T, F>(&self, work: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
-        F: FnOnce(&dyn CourseStore) -> T + Send + 'static,
+        F: Fn(&dyn CourseStore) -> T + Send + 'static,
     {
-        if self.store.reads_inline() { Ok(work(self.store.as_ref())) } else { self.blocking(work).await }
+        if self.store.reads_inline() {
+            if let Some(value) = crate::inline_read::attempt(|| work(self.store.as_ref())) {
+                return Ok(value);
+            }
+            tracing::debug!("no database connection free for an inline read: reading on the blocking pool");
+        }
+        self.blocking(work).await
     }
 
     async fn blocking<T, F>(&self, work: F) -> Result<T, StoreError>

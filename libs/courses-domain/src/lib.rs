@@ -18,6 +18,7 @@ mod course_title;
 mod database_settings;
 mod history;
 mod idempotency_key;
+mod inline_read;
 mod page;
 mod postgres;
 mod sqlite;
@@ -29,6 +30,8 @@ mod workload_hours;
 
 #[cfg(test)]
 mod catalog_tests;
+#[cfg(test)]
+mod sqlite_failure_tests;
 #[cfg(any(test, feature = "test-support"))]
 #[doc(hidden)]
 pub mod testing;

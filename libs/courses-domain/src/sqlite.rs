@@ -2,8 +2,9 @@
 //!
 //! SQLite is compiled into the binary (`libsqlite3-sys/bundled`). The file is opened in WAL
 //! mode with a busy timeout and `synchronous = FULL`, and the embedded migrations run on open.
-//! Reads use a pool of connections; writes go through one writer thread that commits them in
-//! batches, one fsync per batch ([`crate::sqlite_writer`], group commit).
+//! Reads use a pool of connections (never waited for on the async runtime:
+//! [`crate::inline_read`]); writes go through one writer thread that commits them in batches, one
+//! fsync per batch ([`crate::sqlite_writer`], group commit: what a failed batch means is there).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -20,7 +21,7 @@ use time::{OffsetDateTime, PrimitiveDateTime};
 
 use crate::sqlite_file::DatabaseFile;
 use crate::sqlite_follow::OwnWrites;
-use crate::sqlite_writer::{WriteFailure, Writer};
+use crate::sqlite_writer::{BatchFailure, WriteFailure, Writer};
 use crate::store::{ChangeFollower, IdempotentInsert, RemoteChange, Replaced, Unwritable, WriteError};
 use crate::{
     Course, CourseId, CourseStore, CourseTitle, HistoryEntry, IdempotencyKey, PageCursor, Provenance, StoreError,
@@ -32,7 +33,8 @@ const MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations");
 /// How long a writer waits for another process's write lock before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// Connections kept by the pool, for reads only (writes have the writer's own connection). Reads
-/// run inline on the async workers, so at most one per worker thread is in use at a time.
+/// run inline on the async workers when a connection is free at once, else on the blocking pool,
+/// which waits for one (ADR 0021).
 const POOL_SIZE: u32 = 8;
 
 /// Stored timestamps: RFC 3339, UTC, millisecond precision, fixed width (text order is time order).
@@ -282,8 +284,18 @@ impl SqliteStore {
         &self.path
     }
 
+    /// A pooled connection for a read. On the blocking pool it waits for one (up to the pool's
+    /// timeout); in a read the catalog runs on the async worker ([`crate::inline_read`]) it
+    /// never waits: with none free now, the read fails and the catalog runs it again on the
+    /// blocking pool (ADR 0021).
     fn connection(&self) -> Result<PooledConnection<ConnectionManager<SqliteConnection>>, StoreError> {
-        self.pool.get().map_err(|error| StoreError::new("no database connection available", error))
+        if crate::inline_read::may_wait() {
+            return self.pool.get().map_err(|error| StoreError::new("no database connection available", error));
+        }
+        self.pool.try_get().ok_or_else(|| {
+            crate::inline_read::no_connection_free();
+            StoreError::message("no database connection free for a read on the async runtime")
+        })
     }
 
     /// Runs `work` (one write) in the writer's next batch; its outcome once that batch committed.
@@ -304,10 +316,14 @@ impl SqliteStore {
                 }
             }
             WriteFailure::Statement(error) => write_error(context, error),
-            WriteFailure::Unwritable(reason) => WriteError::Unwritable(reason),
-            WriteFailure::Batch(error) => WriteError::Store(StoreError::new(context, error)),
-            WriteFailure::Connection(error) => WriteError::Store(StoreError::new(context, error)),
-            WriteFailure::WriterGone => WriteError::Store(StoreError::message("the database writer stopped")),
+            WriteFailure::Batch(BatchFailure::Unwritable(reason)) => WriteError::Unwritable(reason),
+            WriteFailure::Batch(BatchFailure::NotWritten(error)) => WriteError::Store(StoreError::new(context, error)),
+            WriteFailure::Batch(BatchFailure::OutcomeUnknown(error)) => {
+                WriteError::OutcomeUnknown(StoreError::new(context, error))
+            }
+            WriteFailure::Batch(BatchFailure::Panicked(fault)) => WriteError::Store(StoreError::new(context, fault)),
+            WriteFailure::Batch(BatchFailure::Connection(error)) => WriteError::Store(StoreError::new(context, error)),
+            WriteFailure::Batch(BatchFailure::WriterStopped) => WriteError::Unwritable(Unwritable::WriterStopped),
         })
     }
 
@@ -320,6 +336,18 @@ impl SqliteStore {
         F: FnOnce(&mut SqliteConnection) -> Result<T, DieselError> + Send + 'static,
     {
         self.write("a test write", work)
+    }
+
+    /// Takes every connection of the read pool, waiting for each (tests of a saturated pool).
+    #[cfg(test)]
+    pub(crate) fn take_every_read_connection(&self) -> Vec<PooledConnection<ConnectionManager<SqliteConnection>>> {
+        (0..POOL_SIZE).map(|_| self.pool.get().expect("a pooled connection")).collect()
+    }
+
+    /// Ends the writer thread as a panic outside any batch would (tests of a dead writer).
+    #[cfg(test)]
+    pub(crate) fn kill_writer_for_tests(&self) {
+        self.writer.kill_for_tests();
     }
 
     /// Transactions the writer committed so far (each holds one or more writes).
@@ -671,9 +699,12 @@ impl CourseStore for SqliteStore {
         true
     }
 
-    /// The file is still the one opened, it, its WAL and its folder can be written, and its disk
-    /// has room (ADR 0026).
+    /// The writer thread runs, the file is still the one opened, it, its WAL and its folder can
+    /// be written, and its disk has room (ADR 0026).
     fn writable(&self) -> Result<(), Unwritable> {
+        if !self.writer.is_running() {
+            return Err(Unwritable::WriterStopped);
+        }
         self.file.has_room()
     }
 

@@ -48,6 +48,10 @@ pub enum Unwritable {
     /// The file system holding the database has no room left.
     #[error("the disk holding the database is full")]
     DiskFull,
+    /// The store's writer stopped after an internal failure (its thread panicked outside any
+    /// batch) and is not restarted: the process must be (ADR 0020).
+    #[error("the database writer stopped after an internal failure; the server must be restarted")]
+    WriterStopped,
 }
 
 impl Unwritable {
@@ -58,6 +62,7 @@ impl Unwritable {
             Self::FileReplaced => "database_file_replaced",
             Self::ReadOnly => "database_read_only",
             Self::DiskFull => "disk_full",
+            Self::WriterStopped => "database_writer_stopped",
         }
     }
 }
@@ -71,9 +76,14 @@ pub enum WriteError {
     /// The store cannot make writes durable now: nothing was written (ADR 0026).
     #[error(transparent)]
     Unwritable(Unwritable),
-    /// The storage failed.
+    /// The storage failed: nothing was written.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The storage failed while making the write durable (its `COMMIT` failed: an fsync error,
+    /// say): the write may or may not be stored, now or after a restart. A retry must not assume
+    /// either (a creation retried with the same idempotency key is safe).
+    #[error("the outcome of the write is unknown")]
+    OutcomeUnknown(#[source] StoreError),
 }
 
 /// The outcome of [`CourseStore::replace`].
@@ -111,7 +121,11 @@ pub struct PoolStatus {
 /// Where courses are kept. Implementations are blocking; the [`Catalog`](crate::Catalog) calls
 /// them off the async runtime's worker threads.
 ///
-/// **Contract:** `insert` and `replace` fail with [`WriteError::DuplicateTitle`], writing nothing,
+/// **Contract:** every error of a write means nothing of it was written, except
+/// [`WriteError::OutcomeUnknown`], which says that is unknown. (The SQLite store keeps this;
+/// [`PostgresStore`](crate::PostgresStore) still reports a `COMMIT` that lost its connection as
+/// [`WriteError::Store`], whose outcome is in truth unknown: issue 14's follow-up.)
+/// `insert` and `replace` fail with [`WriteError::DuplicateTitle`], writing nothing,
 /// when the course is active and another active course has the same
 /// [`comparison_key`](crate::CourseTitle::comparison_key), also when two writers race.
 /// Every write also appends one [`HistoryEntry`] with its [`Provenance`], in the same

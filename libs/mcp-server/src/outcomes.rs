@@ -30,7 +30,7 @@ pub(crate) fn refused(message: &str) -> CallToolResult {
 pub(crate) fn created(outcome: Result<Course, CreateCourseError>) -> CallToolResult {
     match outcome {
         Ok(course) => success(&course, "Curso criado"),
-        Err(error) => create_refusal(error),
+        Err(error) => create_refusal(error, false),
     }
 }
 
@@ -41,11 +41,12 @@ pub(crate) fn created_idempotently(outcome: Result<Created, CreateCourseError>) 
         Ok(Created { course, replayed: true }) => {
             success(&course, "Curso já criado antes com esta chaveIdempotencia (nada foi criado agora)")
         }
-        Err(error) => create_refusal(error),
+        Err(error) => create_refusal(error, true),
     }
 }
 
-fn create_refusal(error: CreateCourseError) -> CallToolResult {
+/// `with_key`: the call carried a `chaveIdempotencia`.
+fn create_refusal(error: CreateCourseError, with_key: bool) -> CallToolResult {
     match error {
         CreateCourseError::DuplicateTitle { title } => refused(&duplicate_title(title.as_str())),
         CreateCourseError::IdempotencyKeyReused { key } => refused(&format!(
@@ -55,6 +56,10 @@ fn create_refusal(error: CreateCourseError) -> CallToolResult {
         )),
         CreateCourseError::Unwritable(reason) => unwritable(reason),
         CreateCourseError::Store(error) => internal_tool_error(&error),
+        CreateCourseError::OutcomeUnknown(error) => {
+            log_outcome_unknown(&error);
+            refused(&creation_outcome_unknown(with_key))
+        }
     }
 }
 
@@ -75,6 +80,10 @@ pub(crate) fn updated(outcome: Result<Course, UpdateCourseError>) -> CallToolRes
         }
         Err(UpdateCourseError::Unwritable(reason)) => unwritable(reason),
         Err(UpdateCourseError::Store(error)) => internal_tool_error(&error),
+        Err(UpdateCourseError::OutcomeUnknown { id, source }) => {
+            log_outcome_unknown(&source);
+            refused(&change_outcome_unknown("a alteração", &id.to_string()))
+        }
     }
 }
 
@@ -88,6 +97,10 @@ pub(crate) fn archived(outcome: Result<Course, ArchiveCourseError>) -> CallToolR
         }
         Err(ArchiveCourseError::Unwritable(reason)) => unwritable(reason),
         Err(ArchiveCourseError::Store(error)) => internal_tool_error(&error),
+        Err(ArchiveCourseError::OutcomeUnknown { id, source }) => {
+            log_outcome_unknown(&source);
+            refused(&change_outcome_unknown("o arquivamento", &id.to_string()))
+        }
     }
 }
 
@@ -169,11 +182,45 @@ fn unwritable(reason: Unwritable) -> CallToolResult {
         }
         Unwritable::ReadOnly => "o banco de dados está somente para leitura",
         Unwritable::DiskFull => "o disco do banco de dados está cheio",
+        Unwritable::WriterStopped => "a gravação no banco de dados parou após um erro interno do servidor",
     };
     refused(&format!(
         "O catálogo não pode gravar alterações agora: {why}. Nada foi alterado. Repetir o pedido não resolve \
          até que o operador do servidor corrija o problema; as leituras continuam disponíveis."
     ))
+}
+
+/// A write whose outcome the store cannot tell (its `COMMIT` failed, ADR 0020): logged with its
+/// cause; the client is told it may or may not be stored, and how to retry safely.
+fn log_outcome_unknown(error: &(impl std::error::Error + ?Sized)) {
+    tracing::error!(error = %error_chain(error), "a write's outcome is unknown: its commit failed");
+}
+
+/// `criar_curso` whose outcome is unknown. A retry cannot create the course twice: with the same
+/// `chaveIdempotencia` it returns the course if it was created, and without one the same title is
+/// refused as a duplicate if it was.
+fn creation_outcome_unknown(with_key: bool) -> String {
+    let retry = if with_key {
+        "Repita o pedido com a mesma chaveIdempotencia: se o curso já tiver sido criado, ele será devolvido sem criar outro."
+    } else {
+        "Repita o pedido (de preferência com uma chaveIdempotencia): se o curso já tiver sido criado, o mesmo título será \
+         recusado como duplicado, sem criar outro."
+    };
+    format!(
+        "Não foi possível confirmar se o curso foi criado: a gravação no banco de dados falhou ao ser concluída, e ele pode \
+         ou não ter sido gravado. {retry}"
+    )
+}
+
+/// `atualizar_curso` or `arquivar_curso` whose outcome is unknown.
+fn change_outcome_unknown(what: &str, id: &str) -> String {
+    format!(
+        "Não foi possível confirmar se {what} do curso {id} foi gravad{ending}: a gravação no banco de dados falhou ao ser \
+         concluída, e {pronoun} pode ou não ter sido feit{ending}. Leia cursos://{id} para ver a versão atual antes de \
+         repetir o pedido; com 'versao', uma repetição de algo já feito é recusada sem alterar nada.",
+        ending = if what.starts_with("a ") { "a" } else { "o" },
+        pronoun = if what.starts_with("a ") { "ela" } else { "ele" },
+    )
 }
 
 fn internal_tool_error(error: &(impl std::error::Error + ?Sized)) -> CallToolResult {
@@ -310,5 +357,58 @@ mod unreadable_request_tests {
         for removed in ["initialize", "resources/subscribe", "resources/unsubscribe"] {
             assert_eq!(unreadable_request(removed, true).code, ErrorCode::METHOD_NOT_FOUND, "{removed} on 2026-07-28");
         }
+    }
+}
+
+#[cfg(test)]
+mod outcome_unknown_tests {
+    use courses_domain::{ArchiveCourseError, CourseId, CreateCourseError, StoreError, Unwritable, UpdateCourseError};
+
+    use super::{archived, create_refusal, updated};
+
+    fn text(result: &rmcp::model::CallToolResult) -> String {
+        assert_eq!(result.is_error, Some(true), "{result:?}");
+        result.content.iter().filter_map(|block| block.as_text().map(|text| text.text.clone())).collect()
+    }
+
+    fn cause() -> StoreError {
+        StoreError::message("disk I/O error at /var/lib/secret/cursos.db")
+    }
+
+    #[test]
+    fn a_creation_of_unknown_outcome_says_so_and_how_to_retry_without_the_cause() {
+        let with_key = text(&create_refusal(CreateCourseError::OutcomeUnknown(cause()), true));
+        assert!(with_key.starts_with("Não foi possível confirmar se o curso foi criado"), "{with_key}");
+        assert!(with_key.contains("mesma chaveIdempotencia"), "{with_key}");
+        let without_key = text(&create_refusal(CreateCourseError::OutcomeUnknown(cause()), false));
+        assert!(without_key.contains("recusado como duplicado"), "{without_key}");
+        for message in [with_key, without_key] {
+            assert!(!message.contains("secret") && !message.contains("I/O"), "no cause is sent: {message}");
+            assert!(!message.contains("Nada foi alterado"), "it does not claim nothing was written: {message}");
+        }
+    }
+
+    #[test]
+    fn an_update_or_archiving_of_unknown_outcome_names_the_course_to_read_again() {
+        let id = CourseId::generate();
+        let update = text(&updated(Err(UpdateCourseError::OutcomeUnknown { id, source: cause() })));
+        assert!(
+            update.starts_with(&format!("Não foi possível confirmar se a alteração do curso {id} foi gravada")),
+            "{update}"
+        );
+        let archive = text(&archived(Err(ArchiveCourseError::OutcomeUnknown { id, source: cause() })));
+        assert!(
+            archive.starts_with(&format!("Não foi possível confirmar se o arquivamento do curso {id} foi gravado")),
+            "{archive}"
+        );
+        for message in [update, archive] {
+            assert!(message.contains(&format!("cursos://{id}")) && !message.contains("secret"), "{message}");
+        }
+    }
+
+    #[test]
+    fn a_stopped_writer_is_unwritable_until_the_operator_acts() {
+        let message = text(&create_refusal(CreateCourseError::Unwritable(Unwritable::WriterStopped), false));
+        assert!(message.contains("parou após um erro interno") && message.contains("Nada foi alterado"), "{message}");
     }
 }
