@@ -213,8 +213,12 @@ fn is_root() -> bool {
     std::process::Command::new("id").arg("-u").output().is_ok_and(|output| output.stdout.trim_ascii() == b"0")
 }
 
-/// Says on the terminal (past the test harness's capture) that a test did not run, and why.
+/// Says on the terminal (past the test harness's capture) that a test did not run, and why; or,
+/// with `REQUIRE_TMPFS=1` (set by `.ci/run`, which runs as root), fails it: CI never skips these.
 fn announce_not_run(test: &str, reason: &str) {
+    if std::env::var("REQUIRE_TMPFS").is_ok_and(|value| !value.is_empty() && value != "0") {
+        panic!("{test} cannot run: {reason}; REQUIRE_TMPFS is set, so it may not be skipped");
+    }
     let banner = format!("\n*** NOT RUN: {test}: {reason} ***\n\n");
     let _ = std::io::stderr().write_all(banner.as_bytes());
 }
