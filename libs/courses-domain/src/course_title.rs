@@ -116,6 +116,28 @@ impl CourseTitle {
     }
 }
 
+/// What a title search looks for: the comparison key ([`comparison_key_of`]) of what a user typed,
+/// never empty, at most [`CourseTitle::MAX_CHARS`] characters.
+///
+/// **Invariant:** made only by [`TitleSearchKey::of_typed`], which refuses an empty key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TitleSearchKey(String);
+
+impl TitleSearchKey {
+    /// The key of what a user typed, `None` when nothing comparable is left (an empty or blank
+    /// text, or only invisible characters).
+    pub(crate) fn of_typed(typed: &str) -> Option<Self> {
+        let key: String = comparison_key_of(typed).chars().take(CourseTitle::MAX_CHARS).collect();
+        (!key.is_empty()).then_some(Self(key))
+    }
+
+    /// The key.
+    #[must_use]
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
 /// The comparison key of any text, as [`CourseTitle::comparison_key`] computes it for titles:
 /// control and default-ignorable characters dropped (zero-width spaces and joiners, BOM, bidi
 /// controls, variation selectors, ...), Unicode compatibility normalization (NFKC: `"ﬁ"` is
