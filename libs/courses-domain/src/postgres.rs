@@ -1,4 +1,4 @@
-//! [`PostgresStore`]: the [`CourseStore`] on a PostgreSQL database, through diesel.
+//! [`PostgresStore`]: the [`CourseStore`](crate::CourseStore) on a PostgreSQL database, through diesel.
 //!
 //! libpq (and the OpenSSL it uses for TLS) is built from source (`pq-sys/bundled`,
 //! `openssl-sys/vendored`): the build needs no system PostgreSQL library (ADR 0018). The embedded
@@ -32,12 +32,12 @@ use diesel::result::Error as DieselError;
 use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
 
 use crate::sql_store::schema::{catalog_counters, courses};
-use crate::sql_store::{self, ActiveCourses, CourseRow, RevisionRows, SqlConnection, write_error};
-use crate::store::{ChangeFollower, IdempotentInsert, RemoteChange, Replaced, WriteError};
-use crate::{
-    Course, CourseId, CourseRevision, CourseStore, CreationFingerprint, HistoryEntry, IdempotencyKey, PageCursor,
-    Provenance, StoreError, TitleSearchKey,
+use crate::sql_store::{
+    self, ActiveCourses, ChangeSummary, CourseRow, SharedRead, SharedWrite, SqlBackend, SqlConnection, WriteResult,
+    Written, write_error,
 };
+use crate::store::{ChangeFollower, RemoteChange};
+use crate::{CourseId, StoreError};
 
 const MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations_postgres");
 
@@ -384,11 +384,9 @@ fn parse_notice(payload: &str, own_origin: &str, own_schema: &str) -> Option<Rem
 fn notify_change(
     connection: &mut PgConnection,
     announcer: (&str, Option<&str>),
-    before: Option<&CourseRow>,
-    after: &CourseRow,
+    change: &ChangeSummary,
 ) -> Result<(), DieselError> {
-    let changes_listing = before.is_none_or(|before| before.archived != after.archived || before.title != after.title);
-    let payload = notice_payload(announcer.0, announcer.1, &after.id, changes_listing);
+    let payload = notice_payload(announcer.0, announcer.1, &change.course_id, change.changes_listing);
     diesel::sql_query("SELECT pg_notify($1, $2)")
         .bind::<diesel::sql_types::Text, _>(CHANGES_CHANNEL)
         .bind::<diesel::sql_types::Text, _>(payload)
@@ -418,129 +416,57 @@ fn contains_pattern(text: &str) -> String {
     pattern
 }
 
-impl CourseStore for PostgresStore {
-    fn insert(&self, course: &Course, provenance: &Provenance) -> Result<(), WriteError> {
-        let row = CourseRow::from_course(course)?;
-        self.connection()?
-            .transaction(|connection| {
-                lock_active_set(connection)?;
-                sql_store::insert(&mut SqlConnection::Postgres(connection), &row, provenance)?;
-                notify_change(connection, self.announcer(), None, &row)
-            })
-            .map_err(|error| write_error("cannot insert a course", error))
+/// PostgreSQL's part of the shared store ([`crate::sql_store`], ADR 0033).
+impl SqlBackend for PostgresStore {
+    type Connection = PgConnection;
+
+    fn pool(&self) -> &Pool<ConnectionManager<PgConnection>> {
+        &self.pool
     }
 
-    fn insert_idempotent(
-        &self,
-        course: &Course,
-        key: &IdempotencyKey,
-        fingerprint: &CreationFingerprint,
-        provenance: &Provenance,
-    ) -> Result<IdempotentInsert, WriteError> {
-        let row = CourseRow::from_course(course)?;
-        let outcome = self.connection()?.transaction(|connection| {
-            // The creation lock comes before the key is read, so two retries of one key cannot both
-            // find it unused: the second reads the key once the first has committed.
-            lock_active_set(connection)?;
-            let outcome = sql_store::insert_idempotent(
-                &mut SqlConnection::Postgres(connection),
-                &row,
-                key,
-                fingerprint,
-                provenance,
-            )?;
-            if outcome.is_ok() {
-                notify_change(connection, self.announcer(), None, &row)?;
-            }
-            Ok::<_, DieselError>(outcome)
-        });
-        match outcome {
-            Ok(Ok(())) => Ok(IdempotentInsert::Inserted),
-            Ok(Err(earlier)) => Ok(earlier),
-            Err(error) => Err(write_error("cannot insert a course idempotently", error)),
-        }
+    fn run_read<T>(&self, read: impl SharedRead<T>) -> Result<T, StoreError> {
+        read(&mut SqlConnection::Postgres(&mut *self.connection()?))
     }
 
-    fn replace(&self, revision: &CourseRevision, provenance: &Provenance) -> Result<Replaced, WriteError> {
-        let rows = RevisionRows::of(revision)?;
+    /// In a READ COMMITTED transaction of its own: a write that changes the active set takes the
+    /// creation lock first ([`lock_active_set`]), and a write that stored something announces
+    /// itself to the other replicas ([`notify_change`], delivered only if it commits).
+    fn run_write<T>(&self, context: &'static str, change: ChangeSummary, write: impl SharedWrite<T>) -> WriteResult<T>
+    where
+        T: Written + Send + 'static,
+    {
         self.connection()?
             .transaction(|connection| {
-                if rows.changes_active_set() {
-                    // Archiving changes the active set: the creation lock first, then the row
-                    // (the order every creation takes them in).
+                if change.changes_active_set {
                     lock_active_set(connection)?;
                 }
-                // A compare-and-swap: if another writer committed in between, PostgreSQL re-checks
-                // the version on its row and updates nothing.
-                let replaced = sql_store::replace(&mut SqlConnection::Postgres(connection), &rows, provenance)?;
-                if replaced == Replaced::Done {
-                    notify_change(connection, self.announcer(), Some(&rows.before), &rows.after)?;
+                let outcome = write(&mut SqlConnection::Postgres(connection))?;
+                if outcome.wrote() {
+                    notify_change(connection, self.announcer(), &change)?;
                 }
-                Ok(replaced)
+                Ok(outcome)
             })
-            .map_err(|error| write_error("cannot update a course", error))
+            .map_err(|error| write_error(context, error))
     }
 
-    fn find(&self, id: CourseId) -> Result<Option<Course>, StoreError> {
-        sql_store::find(&mut SqlConnection::Postgres(&mut *self.connection()?), id)
-    }
-
-    fn active_page(&self, after: Option<PageCursor>, limit: usize) -> Result<Vec<(Course, PageCursor)>, StoreError> {
-        sql_store::active_page(&mut SqlConnection::Postgres(&mut *self.connection()?), after, limit)
-    }
-
-    fn history_page(
-        &self,
-        course: &Course,
-        before: Option<PageCursor>,
-        limit: usize,
-    ) -> Result<Vec<(HistoryEntry, PageCursor)>, StoreError> {
-        sql_store::history_page(&mut SqlConnection::Postgres(&mut *self.connection()?), course, before, limit)
-    }
-
-    fn follow_changes(&self, on_change: Box<dyn Fn(RemoteChange) + Send>) -> Option<ChangeFollower> {
-        Some(PostgresStore::follow_changes(self, on_change))
-    }
-
-    fn pool_status(&self) -> crate::PoolStatus {
-        let state = self.pool.state();
-        crate::PoolStatus {
-            max_size: self.pool.max_size(),
-            connections: state.connections,
-            idle: state.idle_connections,
-        }
-    }
-
-    fn count_active(&self) -> Result<u64, StoreError> {
-        sql_store::count_active(&mut SqlConnection::Postgres(&mut *self.connection()?))
-    }
-
-    fn search_active(&self, key: &TitleSearchKey, limit: usize) -> Result<Vec<Course>, StoreError> {
-        if key.as_str().contains('\0') {
-            // PostgreSQL text cannot hold NUL, so no title key contains one.
-            return Ok(Vec::new());
-        }
-        sql_store::search_active(
-            &mut SqlConnection::Postgres(&mut *self.connection()?),
-            key,
-            limit,
-            title_keys_containing,
-        )
+    fn follow_changes(&self, on_change: Box<dyn Fn(RemoteChange) + Send>) -> ChangeFollower {
+        PostgresStore::follow_changes(self, on_change)
     }
 }
 
 /// PostgreSQL's own third step of a search: active courses whose title key contains `key`, a
 /// `LIKE '%key%'` served by the trigram index `courses_active_title_trigram`.
-fn title_keys_containing(connection: &mut SqlConnection<'_>, key: &str, limit: i64) -> QueryResult<Vec<CourseRow>> {
-    let SqlConnection::Postgres(connection) = connection else {
-        return Err(DieselError::QueryBuilderError("the PostgreSQL search on another backend".into()));
-    };
+pub(crate) fn title_keys_containing(
+    connection: &mut PgConnection,
+    key: &str,
+    limit: i64,
+) -> QueryResult<Vec<CourseRow>> {
     courses::table
         .filter(ActiveCourses)
         .filter(courses::title_key.like(contains_pattern(key)))
         .limit(limit)
         .select(CourseRow::as_select())
-        .load(&mut **connection)
+        .load(connection)
 }
 
 #[cfg(test)]

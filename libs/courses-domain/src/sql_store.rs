@@ -24,12 +24,10 @@ use time::format_description::BorrowedFormatItem;
 use time::macros::format_description;
 use time::{OffsetDateTime, PrimitiveDateTime};
 
-use crate::course_title::TitleSearchKey;
-use crate::idempotency_key::CreationFingerprint;
-use crate::store::{IdempotentInsert, Replaced, WriteError};
+use crate::store::{ChangeFollower, IdempotentInsert, PoolStatus, RemoteChange, Replaced, Unwritable, WriteError};
 use crate::{
-    Course, CourseId, CourseRevision, CourseTitle, HistoryEntry, IdempotencyKey, PageCursor, Provenance, StoreError,
-    WorkloadHours,
+    Course, CourseId, CourseRevision, CourseStore, CourseTitle, CreationFingerprint, HistoryEntry, IdempotencyKey,
+    PageCursor, Provenance, StoreError, TitleSearchKey, WorkloadHours,
 };
 
 /// The partial unique index on active courses' title keys, by the same name on both backends: a
@@ -339,26 +337,210 @@ impl HistoryRow {
     }
 }
 
-/// A write, as the rows it stores: what the backends' write paths hand to the shared statements.
+/// A revision, as the rows [`replace`] writes.
 #[derive(Debug, Clone)]
-pub(crate) struct RevisionRows {
+struct RevisionRows {
     /// The stored course the write expects (its version is the compare-and-swap key).
-    pub(crate) before: CourseRow,
+    before: CourseRow,
     /// Its next revision.
-    pub(crate) after: CourseRow,
+    after: CourseRow,
 }
 
 impl RevisionRows {
-    pub(crate) fn of(revision: &CourseRevision) -> Result<Self, StoreError> {
+    fn of(revision: &CourseRevision) -> Result<Self, StoreError> {
         Ok(Self {
             before: CourseRow::from_course(revision.before())?,
             after: CourseRow::from_course(revision.after())?,
         })
     }
+}
 
-    /// True when the write adds to or removes from the active set (archiving).
-    pub(crate) fn changes_active_set(&self) -> bool {
-        self.before.archived != self.after.archived
+/// What a write changes, as a backend's locks and change notices need to know it.
+#[derive(Debug, Clone)]
+pub(crate) struct ChangeSummary {
+    /// The course written.
+    pub(crate) course_id: String,
+    /// True when the write adds to or removes from the active set (a creation, an archiving).
+    pub(crate) changes_active_set: bool,
+    /// True when the listing changes: the active set, or a title.
+    pub(crate) changes_listing: bool,
+}
+
+impl ChangeSummary {
+    fn creation(row: &CourseRow) -> Self {
+        Self { course_id: row.id.clone(), changes_active_set: true, changes_listing: true }
+    }
+
+    fn revision(rows: &RevisionRows) -> Self {
+        let changes_active_set = rows.before.archived != rows.after.archived;
+        Self {
+            course_id: rows.after.id.clone(),
+            changes_active_set,
+            changes_listing: changes_active_set || rows.before.title != rows.after.title,
+        }
+    }
+}
+
+/// The outcome of a shared write: whether it wrote anything (so that a change notice is sent).
+pub(crate) trait Written {
+    /// True when the write stored something.
+    fn wrote(&self) -> bool;
+}
+
+impl Written for () {
+    fn wrote(&self) -> bool {
+        true
+    }
+}
+
+impl Written for Replaced {
+    fn wrote(&self) -> bool {
+        *self == Replaced::Done
+    }
+}
+
+impl Written for Result<(), IdempotentInsert> {
+    fn wrote(&self) -> bool {
+        self.is_ok()
+    }
+}
+
+/// The outcome of [`SqlBackend::run_write`].
+pub(crate) type WriteResult<T> = Result<T, WriteError>;
+
+/// Shared statements that read, run on a connection a backend lends ([`SqlBackend::run_read`]).
+pub(crate) trait SharedRead<T>: FnOnce(&mut SqlConnection<'_>) -> Result<T, StoreError> {}
+
+impl<T, Read: FnOnce(&mut SqlConnection<'_>) -> Result<T, StoreError>> SharedRead<T> for Read {}
+
+/// Shared statements that write, run where a backend runs its writes ([`SqlBackend::run_write`]).
+pub(crate) trait SharedWrite<T>: FnOnce(&mut SqlConnection<'_>) -> QueryResult<T> + Send + 'static {}
+
+impl<T, Write: FnOnce(&mut SqlConnection<'_>) -> QueryResult<T> + Send + 'static> SharedWrite<T> for Write {}
+
+/// What differs between the two SQL stores, and only that (ADR 0033): how a read gets a
+/// connection, how a write is run (SQLite: the writer thread's batches; PostgreSQL: a transaction
+/// with the creation lock and a change notice), and the store-level probes. Every statement is in
+/// this module; [`CourseStore`] is implemented once, for both, on top of this.
+pub(crate) trait SqlBackend: Send + Sync + std::fmt::Debug + 'static {
+    /// The backend's connection type.
+    type Connection: diesel::r2d2::R2D2Connection + 'static;
+
+    /// The pool of read connections, which [`CourseStore::pool_status`] reports on.
+    fn pool(&self) -> &diesel::r2d2::Pool<diesel::r2d2::ConnectionManager<Self::Connection>>;
+
+    /// Runs `read` on a connection of the pool.
+    ///
+    /// # Errors
+    /// [`StoreError`] when no connection is available, or `read`'s own.
+    fn run_read<T>(&self, read: impl SharedRead<T>) -> Result<T, StoreError>;
+
+    /// Runs `write`, a write described by `change`, atomically, with the backend's own locks and
+    /// notices; `context` names it in a store failure.
+    ///
+    /// # Errors
+    /// [`WriteError`]: a duplicate title (by [`write_error`]), an unwritable store, a failure.
+    fn run_write<T>(&self, context: &'static str, change: ChangeSummary, write: impl SharedWrite<T>) -> WriteResult<T>
+    where
+        T: Written + Send + 'static;
+
+    /// [`CourseStore::reads_inline`]; by default false, as for any store behind a network.
+    fn reads_inline(&self) -> bool {
+        false
+    }
+
+    /// [`CourseStore::writable`]; by default `Ok`, for a store that reports these failures per write.
+    ///
+    /// # Errors
+    /// [`Unwritable`] naming the reason.
+    fn writable(&self) -> Result<(), Unwritable> {
+        Ok(())
+    }
+
+    /// [`CourseStore::follow_changes`].
+    fn follow_changes(&self, on_change: Box<dyn Fn(RemoteChange) + Send>) -> ChangeFollower;
+}
+
+impl<Store: SqlBackend> CourseStore for Store {
+    fn insert(&self, course: &Course, provenance: &Provenance) -> Result<(), WriteError> {
+        let row = CourseRow::from_course(course)?;
+        let provenance = provenance.clone();
+        self.run_write("cannot insert a course", ChangeSummary::creation(&row), move |connection| {
+            insert(connection, &row, &provenance)
+        })
+    }
+
+    fn insert_idempotent(
+        &self,
+        course: &Course,
+        key: &IdempotencyKey,
+        fingerprint: &CreationFingerprint,
+        provenance: &Provenance,
+    ) -> Result<IdempotentInsert, WriteError> {
+        let row = CourseRow::from_course(course)?;
+        let change = ChangeSummary::creation(&row);
+        let (key, fingerprint, provenance) = (key.clone(), fingerprint.clone(), provenance.clone());
+        // Each backend makes the key's lookup and the insert one step (SQLite: the writer's
+        // immediate transaction; PostgreSQL: the creation lock), so two retries of one key cannot
+        // both find it unused.
+        let outcome = self.run_write("cannot insert a course idempotently", change, move |connection| {
+            insert_idempotent(connection, &row, &key, &fingerprint, &provenance)
+        })?;
+        Ok(match outcome {
+            Ok(()) => IdempotentInsert::Inserted,
+            Err(earlier) => earlier,
+        })
+    }
+
+    fn replace(&self, revision: &CourseRevision, provenance: &Provenance) -> Result<Replaced, WriteError> {
+        let rows = RevisionRows::of(revision)?;
+        let provenance = provenance.clone();
+        self.run_write("cannot update a course", ChangeSummary::revision(&rows), move |connection| {
+            replace(connection, &rows, &provenance)
+        })
+    }
+
+    fn find(&self, id: CourseId) -> Result<Option<Course>, StoreError> {
+        self.run_read(|connection| find(connection, id))
+    }
+
+    fn active_page(&self, after: Option<PageCursor>, limit: usize) -> Result<Vec<(Course, PageCursor)>, StoreError> {
+        self.run_read(|connection| active_page(connection, after, limit))
+    }
+
+    fn history_page(
+        &self,
+        course: &Course,
+        before: Option<PageCursor>,
+        limit: usize,
+    ) -> Result<Vec<(HistoryEntry, PageCursor)>, StoreError> {
+        self.run_read(|connection| history_page(connection, course, before, limit))
+    }
+
+    fn count_active(&self) -> Result<u64, StoreError> {
+        self.run_read(count_active)
+    }
+
+    fn search_active(&self, key: &TitleSearchKey, limit: usize) -> Result<Vec<Course>, StoreError> {
+        self.run_read(|connection| search_active(connection, key, limit))
+    }
+
+    fn reads_inline(&self) -> bool {
+        SqlBackend::reads_inline(self)
+    }
+
+    fn writable(&self) -> Result<(), Unwritable> {
+        SqlBackend::writable(self)
+    }
+
+    fn pool_status(&self) -> PoolStatus {
+        let pool = self.pool();
+        let state = pool.state();
+        PoolStatus { max_size: pool.max_size(), connections: state.connections, idle: state.idle_connections }
+    }
+
+    fn follow_changes(&self, on_change: Box<dyn Fn(RemoteChange) + Send>) -> Option<ChangeFollower> {
+        Some(SqlBackend::follow_changes(self, on_change))
     }
 }
 
@@ -443,7 +625,7 @@ pub(crate) fn write_error(context: &'static str, error: DieselError) -> WriteErr
 }
 
 /// Inserts a new course and its history entry.
-pub(crate) fn insert(connection: &mut SqlConnection<'_>, row: &CourseRow, provenance: &Provenance) -> QueryResult<()> {
+fn insert(connection: &mut SqlConnection<'_>, row: &CourseRow, provenance: &Provenance) -> QueryResult<()> {
     let inserted =
         on_backend!(connection, |concrete| diesel::insert_into(courses::table).values(row).execute(concrete));
     inserted.map_err(|error| connection.name_title_violation(error, row))?;
@@ -453,7 +635,7 @@ pub(crate) fn insert(connection: &mut SqlConnection<'_>, row: &CourseRow, proven
 /// Inserts a new course under `key` unless the key was used before. The caller holds whatever
 /// makes the key's lookup and the insert one step (SQLite's write lock, PostgreSQL's creation
 /// lock). `Ok(Err(earlier))` when the key was used: nothing was written.
-pub(crate) fn insert_idempotent(
+fn insert_idempotent(
     connection: &mut SqlConnection<'_>,
     row: &CourseRow,
     key: &IdempotencyKey,
@@ -491,7 +673,7 @@ pub(crate) fn insert_idempotent(
 
 /// Replaces the stored course by the revision's next one if it is still at the expected version
 /// (a compare-and-swap: `UPDATE ... WHERE id = ? AND version = ?`), with its history entry.
-pub(crate) fn replace(
+fn replace(
     connection: &mut SqlConnection<'_>,
     revision: &RevisionRows,
     provenance: &Provenance,
@@ -542,7 +724,7 @@ fn record_history(
 // the bound value), which defeats diesel's statement cache: a full SQL parse per read.
 
 /// The course with this id, archived or not.
-pub(crate) fn find(connection: &mut SqlConnection<'_>, id: CourseId) -> Result<Option<Course>, StoreError> {
+fn find(connection: &mut SqlConnection<'_>, id: CourseId) -> Result<Option<Course>, StoreError> {
     on_backend!(connection, |concrete| courses::table
         .filter(courses::id.eq(id.to_string()))
         .select(CourseRow::as_select())
@@ -554,7 +736,7 @@ pub(crate) fn find(connection: &mut SqlConnection<'_>, id: CourseId) -> Result<O
 }
 
 /// Up to `limit` active courses after `after`, in creation order, each with its cursor.
-pub(crate) fn active_page(
+fn active_page(
     connection: &mut SqlConnection<'_>,
     after: Option<PageCursor>,
     limit: usize,
@@ -580,7 +762,7 @@ pub(crate) fn active_page(
 }
 
 /// Up to `limit` history entries of `course`, newest first, older than `before`.
-pub(crate) fn history_page(
+fn history_page(
     connection: &mut SqlConnection<'_>,
     course: &Course,
     before: Option<PageCursor>,
@@ -603,7 +785,7 @@ pub(crate) fn history_page(
 }
 
 /// How many courses are active: the counter the triggers keep.
-pub(crate) fn count_active(connection: &mut SqlConnection<'_>) -> Result<u64, StoreError> {
+fn count_active(connection: &mut SqlConnection<'_>) -> Result<u64, StoreError> {
     let count: i64 = on_backend!(connection, |concrete| catalog_counters::table
         .select(catalog_counters::active_courses)
         .get_result(concrete))
@@ -614,13 +796,16 @@ pub(crate) fn count_active(connection: &mut SqlConnection<'_>) -> Result<u64, St
 /// Up to `limit` active courses matching `key`, best first: id starting with the key, then title
 /// key starting with it (ranges on unique indexes, both backends), then title key containing it
 /// (each backend's own text index: `containing`, for keys of three characters or more).
-pub(crate) fn search_active(
+fn search_active(
     connection: &mut SqlConnection<'_>,
     key: &TitleSearchKey,
     limit: usize,
-    containing: impl FnOnce(&mut SqlConnection<'_>, &str, i64) -> QueryResult<Vec<CourseRow>>,
 ) -> Result<Vec<Course>, StoreError> {
     let key = key.as_str();
+    if key.contains('\0') {
+        // No title key holds NUL (titles refuse control characters), and PostgreSQL text cannot.
+        return Ok(Vec::new());
+    }
     let sql_limit = i64::try_from(limit).map_err(|error| StoreError::new("limit out of range", error))?;
     let search_error = |error| StoreError::new("cannot search the catalog", error);
     let mut found: Vec<CourseRow> = Vec::new();
@@ -657,7 +842,13 @@ pub(crate) fn search_active(
     }
     // 3. Title keys containing the key: the backend's text index (it needs three characters).
     if found.len() < limit && key.chars().count() >= 3 {
-        found.extend(containing(connection, key, sql_limit.saturating_mul(2)).map_err(search_error)?);
+        let containing = match connection {
+            SqlConnection::Sqlite(connection) => crate::sqlite::title_keys_containing(connection, key, sql_limit * 2),
+            SqlConnection::Postgres(connection) => {
+                crate::postgres::title_keys_containing(connection, key, sql_limit * 2)
+            }
+        };
+        found.extend(containing.map_err(search_error)?);
     }
     let mut seen = std::collections::HashSet::new();
     found.into_iter().filter(|row| seen.insert(row.id.clone())).take(limit).map(CourseRow::into_course).collect()

@@ -1,4 +1,4 @@
-//! [`SqliteStore`]: the default [`CourseStore`], one SQLite file, through diesel.
+//! [`SqliteStore`]: the default [`CourseStore`](crate::CourseStore), one SQLite file, through diesel.
 //!
 //! SQLite is compiled into the binary (`libsqlite3-sys/bundled`). The file is opened in WAL
 //! mode with a busy timeout and `synchronous = FULL`, and the embedded migrations run on open.
@@ -15,15 +15,15 @@ use diesel::result::{DatabaseErrorKind, Error as DieselError};
 use diesel::sqlite::SqliteConnection;
 use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
 
-use crate::sql_store::{self, CourseRow, RevisionRows, SqlConnection, write_error};
+use crate::StoreError;
+use crate::sql_store::{
+    self, ChangeSummary, CourseRow, SharedRead, SharedWrite, SqlBackend, SqlConnection, WriteResult, Written,
+    write_error,
+};
 use crate::sqlite_file::DatabaseFile;
 use crate::sqlite_follow::OwnWrites;
 use crate::sqlite_writer::{WriteFailure, Writer};
-use crate::store::{ChangeFollower, IdempotentInsert, RemoteChange, Replaced, Unwritable, WriteError};
-use crate::{
-    Course, CourseId, CourseRevision, CourseStore, CreationFingerprint, HistoryEntry, IdempotencyKey, PageCursor,
-    Provenance, StoreError, TitleSearchKey,
-};
+use crate::store::{ChangeFollower, RemoteChange, Unwritable, WriteError};
 
 const MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations");
 
@@ -272,58 +272,26 @@ impl SqliteStore {
     }
 }
 
-impl CourseStore for SqliteStore {
-    fn insert(&self, course: &Course, provenance: &Provenance) -> Result<(), WriteError> {
-        let row = CourseRow::from_course(course)?;
-        let provenance = provenance.clone();
-        self.write("cannot insert a course", move |connection| {
-            sql_store::insert(&mut SqlConnection::Sqlite(connection), &row, &provenance)
-        })
+/// SQLite's part of the shared store ([`crate::sql_store`], ADR 0033).
+impl SqlBackend for SqliteStore {
+    type Connection = SqliteConnection;
+
+    fn pool(&self) -> &Pool<ConnectionManager<SqliteConnection>> {
+        &self.pool
     }
 
-    fn insert_idempotent(
-        &self,
-        course: &Course,
-        key: &IdempotencyKey,
-        fingerprint: &CreationFingerprint,
-        provenance: &Provenance,
-    ) -> Result<IdempotentInsert, WriteError> {
-        let row = CourseRow::from_course(course)?;
-        let (key, fingerprint, provenance) = (key.clone(), fingerprint.clone(), provenance.clone());
-        // The writer's transaction is immediate: the write lock is held before the key is read, so
-        // two retries of one key cannot both find it unused.
-        let outcome = self.write("cannot insert a course idempotently", move |connection| {
-            sql_store::insert_idempotent(&mut SqlConnection::Sqlite(connection), &row, &key, &fingerprint, &provenance)
-        })?;
-        Ok(match outcome {
-            Ok(()) => IdempotentInsert::Inserted,
-            Err(earlier) => earlier,
-        })
+    fn run_read<T>(&self, read: impl SharedRead<T>) -> Result<T, StoreError> {
+        read(&mut SqlConnection::Sqlite(&mut *self.connection()?))
     }
 
-    fn replace(&self, revision: &CourseRevision, provenance: &Provenance) -> Result<Replaced, WriteError> {
-        let rows = RevisionRows::of(revision)?;
-        let provenance = provenance.clone();
-        self.write("cannot update a course", move |connection| {
-            sql_store::replace(&mut SqlConnection::Sqlite(connection), &rows, &provenance)
-        })
-    }
-
-    fn find(&self, id: CourseId) -> Result<Option<Course>, StoreError> {
-        sql_store::find(&mut SqlConnection::Sqlite(&mut *self.connection()?), id)
-    }
-
-    fn active_page(&self, after: Option<PageCursor>, limit: usize) -> Result<Vec<(Course, PageCursor)>, StoreError> {
-        sql_store::active_page(&mut SqlConnection::Sqlite(&mut *self.connection()?), after, limit)
-    }
-
-    fn history_page(
-        &self,
-        course: &Course,
-        before: Option<PageCursor>,
-        limit: usize,
-    ) -> Result<Vec<(HistoryEntry, PageCursor)>, StoreError> {
-        sql_store::history_page(&mut SqlConnection::Sqlite(&mut *self.connection()?), course, before, limit)
+    /// In the writer's next batch. Its transaction is immediate: the write lock is held before
+    /// anything is read, so the shared statements need no lock of their own, and other processes
+    /// learn of the change from the file (ADR 0030), with no notice.
+    fn run_write<T>(&self, context: &'static str, _change: ChangeSummary, write: impl SharedWrite<T>) -> WriteResult<T>
+    where
+        T: Written + Send + 'static,
+    {
+        self.write(context, move |connection| write(&mut SqlConnection::Sqlite(connection)))
     }
 
     /// A local file, indexed reads of at most one page (100 courses), and WAL: a reader never
@@ -338,39 +306,18 @@ impl CourseStore for SqliteStore {
         self.file.has_room()
     }
 
-    fn follow_changes(&self, on_change: Box<dyn Fn(RemoteChange) + Send>) -> Option<ChangeFollower> {
-        Some(SqliteStore::follow_changes(self, on_change))
-    }
-
-    fn pool_status(&self) -> crate::PoolStatus {
-        let state = self.pool.state();
-        crate::PoolStatus {
-            max_size: self.pool.max_size(),
-            connections: state.connections,
-            idle: state.idle_connections,
-        }
-    }
-
-    fn count_active(&self) -> Result<u64, StoreError> {
-        sql_store::count_active(&mut SqlConnection::Sqlite(&mut *self.connection()?))
-    }
-
-    fn search_active(&self, key: &TitleSearchKey, limit: usize) -> Result<Vec<Course>, StoreError> {
-        sql_store::search_active(
-            &mut SqlConnection::Sqlite(&mut *self.connection()?),
-            key,
-            limit,
-            title_keys_containing,
-        )
+    fn follow_changes(&self, on_change: Box<dyn Fn(RemoteChange) + Send>) -> ChangeFollower {
+        SqliteStore::follow_changes(self, on_change)
     }
 }
 
 /// SQLite's own third step of a search: active courses whose title key contains `key`, through
 /// the trigram full-text index `courses_title_search` (external content over `courses`).
-fn title_keys_containing(connection: &mut SqlConnection<'_>, key: &str, limit: i64) -> QueryResult<Vec<CourseRow>> {
-    let SqlConnection::Sqlite(connection) = connection else {
-        return Err(DieselError::QueryBuilderError("the SQLite search on another backend".into()));
-    };
+pub(crate) fn title_keys_containing(
+    connection: &mut SqliteConnection,
+    key: &str,
+    limit: i64,
+) -> QueryResult<Vec<CourseRow>> {
     let phrase = format!("\"{}\"", key.replace('"', "\"\""));
     diesel::sql_query(
         "SELECT courses.id, courses.title, courses.title_key, courses.workload_hours, courses.archived, \
@@ -381,5 +328,5 @@ fn title_keys_containing(connection: &mut SqlConnection<'_>, key: &str, limit: i
     )
     .bind::<diesel::sql_types::Text, _>(phrase)
     .bind::<diesel::sql_types::BigInt, _>(limit)
-    .load::<CourseRow>(&mut **connection)
+    .load::<CourseRow>(connection)
 }
