@@ -300,6 +300,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_search_key_is_the_comparison_key_of_what_was_typed_and_never_empty() {
+        assert_eq!(
+            TitleSearchKey::of_typed(" Arquitetura   DE software ").map(|key| key.as_str().to_owned()),
+            Some("arquitetura de software".to_owned())
+        );
+        for nothing in ["", "   ", "\u{200B}"] {
+            assert_eq!(TitleSearchKey::of_typed(nothing), None, "{nothing:?}");
+        }
+        let long = TitleSearchKey::of_typed(&"a".repeat(500)).expect("a key");
+        assert_eq!(long.as_str().chars().count(), CourseTitle::MAX_CHARS);
+    }
+
+    #[test]
     fn a_title_is_trimmed() {
         let title = CourseTitle::parse("  Arquitetura de Software \u{3000}").expect("valid title");
         assert_eq!(title.as_str(), "Arquitetura de Software");

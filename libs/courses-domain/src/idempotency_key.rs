@@ -84,6 +84,16 @@ impl CreationFingerprint {
 mod tests {
     use super::*;
 
+    /// Stored fingerprints are compared with new ones: their text must never change.
+    #[test]
+    fn a_fingerprint_is_the_title_as_written_and_the_workload() {
+        let new_course = NewCourse {
+            title: crate::CourseTitle::parse(" Rust  Avançado ").expect("title"),
+            workload_hours: crate::WorkloadHours::parse(40).expect("hours"),
+        };
+        assert_eq!(CreationFingerprint::of(&new_course).as_str(), "Rust  Avançado\u{1f}40");
+    }
+
     #[test]
     fn a_key_is_trimmed_and_kept_as_written() {
         assert_eq!(

@@ -912,3 +912,33 @@ pub(crate) fn bring_title_keys_to_rule(connection: &mut SqlConnection<'_>) -> Qu
     );
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use diesel::result::{DatabaseErrorKind, Error as DieselError};
+
+    use super::{NamedViolation, TITLE_INDEX, write_error};
+    use crate::WriteError;
+
+    fn unique_violation(
+        information: impl diesel::result::DatabaseErrorInformation + Send + Sync + 'static,
+    ) -> DieselError {
+        DieselError::DatabaseError(DatabaseErrorKind::UniqueViolation, Box::new(information))
+    }
+
+    #[test]
+    fn a_unique_violation_is_a_duplicate_title_by_the_index_name_and_never_by_its_message() {
+        let named = |constraint| NamedViolation {
+            message: "UNIQUE constraint failed: courses.title_key".to_owned(),
+            constraint,
+        };
+        assert!(matches!(write_error("test", unique_violation(named(Some(TITLE_INDEX)))), WriteError::DuplicateTitle));
+        // The message names the column, but no index was named: not recognised from text.
+        assert!(matches!(write_error("test", unique_violation(named(None))), WriteError::Store(_)));
+        assert!(matches!(
+            write_error("test", unique_violation("UNIQUE constraint failed: courses.title_key".to_owned())),
+            WriteError::Store(_)
+        ));
+        assert!(matches!(write_error("test", unique_violation(named(Some("courses_id_key")))), WriteError::Store(_)));
+    }
+}
