@@ -157,8 +157,8 @@ impl Course {
 /// What [`CourseStore::replace`](crate::CourseStore::replace) writes, only if the stored course is
 /// still at [`expected_version`](Self::expected_version).
 ///
-/// **Invariant:** made only by the rules that change a course ([`Course::with_changes`],
-/// [`Course::archived_at`]), so a store is never handed two unrelated courses.
+/// **Invariant:** made only by the rules that change a course (`Course::with_changes`,
+/// `Course::archived_at`), so a store is never handed two unrelated courses.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CourseRevision {
     before: Course,

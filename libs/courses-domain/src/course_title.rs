@@ -119,7 +119,7 @@ impl CourseTitle {
 /// What a title search looks for: the comparison key ([`comparison_key_of`]) of what a user typed,
 /// never empty, at most [`CourseTitle::MAX_CHARS`] characters.
 ///
-/// **Invariant:** made only by [`TitleSearchKey::of_typed`], which refuses an empty key.
+/// **Invariant:** made only by `TitleSearchKey::of_typed` (crate-private), which refuses an empty key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TitleSearchKey(String);
 

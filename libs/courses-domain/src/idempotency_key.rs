@@ -63,7 +63,7 @@ impl fmt::Display for IdempotencyKey {
 /// unit separator (U+001F, which no title holds) and the workload: fixed, since stored
 /// fingerprints are compared with new ones.
 ///
-/// **Invariant:** made only from a [`NewCourse`] ([`CreationFingerprint::of`]).
+/// **Invariant:** made only from a [`NewCourse`] (`CreationFingerprint::of`, crate-private).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CreationFingerprint(String);
 
