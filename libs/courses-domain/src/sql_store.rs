@@ -1,14 +1,17 @@
 //! What [`SqliteStore`](crate::SqliteStore) and [`PostgresStore`](crate::PostgresStore) share, once
 //! (ADR 0033): the schema, the rows and their mapping to [`Course`] and [`HistoryEntry`], every
-//! query and write statement, how a write failure is recognised, and the title rekey of ADR 0025.
+//! query and write statement, how a write failure is recognised ([`write_error`]), the title
+//! rekey of ADR 0025, and the one implementation of [`CourseStore`], for any [`SqlBackend`].
 //!
-//! Each function takes a [`SqlConnection`], a borrowed connection of either backend, and builds
-//! its statement once in the source; [`on_backend!`] compiles it for each backend (no boxed
-//! queries, no runtime SQL building: the statement caches keep working by type). What truly
-//! differs stays in the backend's file and is named here: the active-course predicate
-//! ([`ActiveCourses`], the partial indexes' own text), the timestamp column type
-//! ([`StoredInstant`]), the third step of a search, and how a duplicate title is named
-//! ([`SqlConnection::name_title_violation`]).
+//! Each statement function takes a [`SqlConnection`], a borrowed connection of either backend, and
+//! builds its statement once in the source; `on_backend!` compiles it for each backend (no boxed
+//! queries, no SQL rebuilt per call: diesel's statement caches keep working by type).
+//!
+//! What differs per backend is named: [`SqlBackend`] (implemented in `sqlite.rs` and
+//! `postgres.rs`: how a read gets a connection, how a write runs, the probes), the active-course
+//! predicate ([`ActiveCourses`], each partial index's own text), the stored form of an instant
+//! ([`StoredInstant`]), the third step of a search (`title_keys_containing` in each backend's file),
+//! and how a SQLite unique violation is named ([`SqlConnection::name_title_violation`]).
 
 use diesel::backend::Backend;
 use diesel::deserialize::{self, FromSql};
@@ -843,9 +846,11 @@ fn search_active(
     // 3. Title keys containing the key: the backend's text index (it needs three characters).
     if found.len() < limit && key.chars().count() >= 3 {
         let containing = match connection {
-            SqlConnection::Sqlite(connection) => crate::sqlite::title_keys_containing(connection, key, sql_limit * 2),
+            SqlConnection::Sqlite(connection) => {
+                crate::sqlite::title_keys_containing(connection, key, sql_limit.saturating_mul(2))
+            }
             SqlConnection::Postgres(connection) => {
-                crate::postgres::title_keys_containing(connection, key, sql_limit * 2)
+                crate::postgres::title_keys_containing(connection, key, sql_limit.saturating_mul(2))
             }
         };
         found.extend(containing.map_err(search_error)?);

@@ -4,6 +4,10 @@
 //! mode with a busy timeout and `synchronous = FULL`, and the embedded migrations run on open.
 //! Reads use a pool of connections; writes go through one writer thread that commits them in
 //! batches, one fsync per batch ([`crate::sqlite_writer`], group commit).
+//!
+//! The schema, the rows and the statements are shared with PostgreSQL ([`crate::sql_store`], ADR
+//! 0033); this file holds what only SQLite does: opening and migrating the file, how a read gets a
+//! connection and how a write reaches the writer thread, and the trigram search.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
