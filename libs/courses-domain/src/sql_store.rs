@@ -10,7 +10,7 @@
 //! What differs per backend is named: [`SqlBackend`] (implemented in `sqlite.rs` and
 //! `postgres.rs`: how a read gets a connection, how a write runs, the probes), the active-course
 //! predicate ([`ActiveCourses`], each partial index's own text), the stored form of an instant
-//! ([`StoredInstant`]), the third step of a search (`title_keys_containing` in each backend's file),
+//! ([`StoredTimestamp`]), the third step of a search (`title_keys_containing` in each backend's file),
 //! and how a SQLite unique violation is named ([`SqlConnection::name_title_violation`]).
 
 use diesel::backend::Backend;
@@ -65,7 +65,7 @@ macro_rules! on_backend {
 pub(crate) mod schema {
     diesel::table! {
         use diesel::sql_types::*;
-        use super::super::StoredInstant;
+        use super::super::StoredTimestamp;
 
         courses (position) {
             position -> BigInt,
@@ -75,26 +75,26 @@ pub(crate) mod schema {
             workload_hours -> Integer,
             archived -> Bool,
             version -> BigInt,
-            created_at -> StoredInstant,
-            updated_at -> StoredInstant,
+            created_at -> StoredTimestamp,
+            updated_at -> StoredTimestamp,
         }
     }
 
     diesel::table! {
         use diesel::sql_types::*;
-        use super::super::StoredInstant;
+        use super::super::StoredTimestamp;
 
         course_creations (idempotency_key) {
             idempotency_key -> Text,
             fingerprint -> Text,
             course_id -> Text,
-            created_at -> StoredInstant,
+            created_at -> StoredTimestamp,
         }
     }
 
     diesel::table! {
         use diesel::sql_types::*;
-        use super::super::StoredInstant;
+        use super::super::StoredTimestamp;
 
         course_history (seq) {
             seq -> BigInt,
@@ -106,12 +106,12 @@ pub(crate) mod schema {
             before_workload_hours -> Nullable<Integer>,
             before_archived -> Nullable<Bool>,
             before_version -> Nullable<BigInt>,
-            before_updated_at -> Nullable<StoredInstant>,
+            before_updated_at -> Nullable<StoredTimestamp>,
             after_title -> Text,
             after_workload_hours -> Integer,
             after_archived -> Bool,
             after_version -> BigInt,
-            after_updated_at -> StoredInstant,
+            after_updated_at -> StoredTimestamp,
         }
     }
 
@@ -139,38 +139,38 @@ use schema::{catalog_counters, course_creations, course_history, courses, title_
 #[derive(Debug, Clone, Copy, Default, diesel::sql_types::SqlType, diesel::query_builder::QueryId)]
 #[diesel(sqlite_type(name = "Text"))]
 #[diesel(postgres_type(oid = 1184, array_oid = 1185))]
-pub struct StoredInstant;
+pub struct StoredTimestamp;
 
-/// An instant as the stores read and write it ([`StoredInstant`]).
+/// An instant as the stores read and write it ([`StoredTimestamp`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, diesel::expression::AsExpression, diesel::deserialize::FromSqlRow)]
-#[diesel(sql_type = StoredInstant)]
-pub(crate) struct Instant(OffsetDateTime);
+#[diesel(sql_type = StoredTimestamp)]
+pub(crate) struct Timestamp(OffsetDateTime);
 
 /// SQLite's stored instants: RFC 3339, UTC, millisecond precision, fixed width.
-const SQLITE_INSTANT_FORMAT: &[BorrowedFormatItem<'static>] =
+const SQLITE_TIMESTAMP_FORMAT: &[BorrowedFormatItem<'static>] =
     format_description!("[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z");
 
-impl ToSql<StoredInstant, Sqlite> for Instant {
+impl ToSql<StoredTimestamp, Sqlite> for Timestamp {
     fn to_sql<'bytes>(&'bytes self, out: &mut Output<'bytes, '_, Sqlite>) -> serialize::Result {
-        out.set_value(self.0.to_offset(time::UtcOffset::UTC).format(SQLITE_INSTANT_FORMAT)?);
+        out.set_value(self.0.to_offset(time::UtcOffset::UTC).format(SQLITE_TIMESTAMP_FORMAT)?);
         Ok(IsNull::No)
     }
 }
 
-impl FromSql<StoredInstant, Sqlite> for Instant {
+impl FromSql<StoredTimestamp, Sqlite> for Timestamp {
     fn from_sql(value: <Sqlite as Backend>::RawValue<'_>) -> deserialize::Result<Self> {
         let text = <String as FromSql<Text, Sqlite>>::from_sql(value)?;
-        Ok(Self(PrimitiveDateTime::parse(&text, SQLITE_INSTANT_FORMAT)?.assume_utc()))
+        Ok(Self(PrimitiveDateTime::parse(&text, SQLITE_TIMESTAMP_FORMAT)?.assume_utc()))
     }
 }
 
-impl ToSql<StoredInstant, Pg> for Instant {
+impl ToSql<StoredTimestamp, Pg> for Timestamp {
     fn to_sql<'bytes>(&'bytes self, out: &mut Output<'bytes, '_, Pg>) -> serialize::Result {
         <OffsetDateTime as ToSql<Timestamptz, Pg>>::to_sql(&self.0, out)
     }
 }
 
-impl FromSql<StoredInstant, Pg> for Instant {
+impl FromSql<StoredTimestamp, Pg> for Timestamp {
     fn from_sql(value: PgValue<'_>) -> deserialize::Result<Self> {
         let instant = <OffsetDateTime as FromSql<Timestamptz, Pg>>::from_sql(value)?;
         Ok(Self(instant.to_offset(time::UtcOffset::UTC)))
@@ -216,8 +216,8 @@ pub(crate) struct CourseRow {
     pub(crate) workload_hours: i32,
     pub(crate) archived: bool,
     pub(crate) version: i64,
-    pub(crate) created_at: Instant,
-    pub(crate) updated_at: Instant,
+    pub(crate) created_at: Timestamp,
+    pub(crate) updated_at: Timestamp,
 }
 
 impl CourseRow {
@@ -229,8 +229,8 @@ impl CourseRow {
             workload_hours: i32::from(course.workload_hours().get()),
             archived: course.is_archived(),
             version: i64::try_from(course.version()).map_err(|error| StoreError::new("version out of range", error))?,
-            created_at: Instant(course.created_at()),
-            updated_at: Instant(course.updated_at()),
+            created_at: Timestamp(course.created_at()),
+            updated_at: Timestamp(course.updated_at()),
         })
     }
 
@@ -257,7 +257,7 @@ struct Snapshot {
     workload_hours: i32,
     archived: bool,
     version: i64,
-    updated_at: Instant,
+    updated_at: Timestamp,
 }
 
 impl Snapshot {
@@ -280,7 +280,7 @@ impl Snapshot {
             workload_hours: self.workload_hours,
             archived: self.archived,
             version: self.version,
-            created_at: Instant(course.created_at()),
+            created_at: Timestamp(course.created_at()),
             updated_at: self.updated_at,
         }
         .into_course()
@@ -298,12 +298,12 @@ struct HistoryRow {
     before_workload_hours: Option<i32>,
     before_archived: Option<bool>,
     before_version: Option<i64>,
-    before_updated_at: Option<Instant>,
+    before_updated_at: Option<Timestamp>,
     after_title: String,
     after_workload_hours: i32,
     after_archived: bool,
     after_version: i64,
-    after_updated_at: Instant,
+    after_updated_at: Timestamp,
 }
 
 impl HistoryRow {
