@@ -922,8 +922,32 @@ pub(crate) fn bring_title_keys_to_rule(connection: &mut SqlConnection<'_>) -> Qu
 mod tests {
     use diesel::result::{DatabaseErrorKind, Error as DieselError};
 
-    use super::{NamedViolation, TITLE_INDEX, write_error};
+    use diesel::prelude::*;
+    use diesel::query_builder::QueryId;
+
+    use super::schema::courses;
+    use super::{ActiveCourses, CourseRow, NamedViolation, TITLE_INDEX, write_error};
     use crate::WriteError;
+
+    fn has_static_query_id<Query: QueryId>(_: &Query) -> bool {
+        Query::HAS_STATIC_QUERY_ID
+    }
+
+    /// The active-course filter is a constant fragment with a static query id, so diesel caches
+    /// the statements that use it by type; a `sql()` literal (what SQLite used before) has none, and
+    /// makes diesel build the statement's SQL on every execution to look it up.
+    #[test]
+    fn statements_filtered_to_active_courses_keep_a_static_query_id() {
+        let page = courses::table
+            .filter(ActiveCourses)
+            .filter(courses::position.gt(0_i64))
+            .order(courses::position.asc())
+            .limit(100)
+            .select(<CourseRow as SelectableHelper<diesel::sqlite::Sqlite>>::as_select());
+        assert!(has_static_query_id(&page));
+        let literal = courses::table.filter(diesel::dsl::sql::<diesel::sql_types::Bool>("archived = 0"));
+        assert!(!has_static_query_id(&literal));
+    }
 
     fn unique_violation(
         information: impl diesel::result::DatabaseErrorInformation + Send + Sync + 'static,
