@@ -4,14 +4,14 @@
 //! `openssl-sys/vendored`): the build needs no system PostgreSQL library (ADR 0018). The embedded
 //! migrations (`migrations_postgres/`) run on open, one process at a time under an advisory lock.
 //!
-//! Writes run in READ COMMITTED transactions. The rules that need more than that:
 //! The schema, the rows and the statements are shared with SQLite ([`crate::sql_store`], ADR
 //! 0033); this file holds what only PostgreSQL does: connecting, migrating under an advisory lock,
 //! the creation lock, change notices, and the trigram search.
 //!
+//! Writes run in READ COMMITTED transactions. The rules that need more than that:
 //! - Duplicate titles: the partial unique index `courses_active_title_key` refuses them, also
 //!   between concurrent writers; a violation of that index (PostgreSQL names it) is
-//!   [`WriteError::DuplicateTitle`].
+//!   [`WriteError::DuplicateTitle`](crate::WriteError::DuplicateTitle).
 //! - Creation order: every write that adds to or removes from the active set (a creation, an
 //!   archiving) first locks the single `catalog_counters` row, which the counting triggers would
 //!   lock anyway. A creation draws its position under that lock, so positions commit in order and a
