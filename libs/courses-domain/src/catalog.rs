@@ -247,13 +247,10 @@ impl Catalog {
     /// # Errors
     /// [`StoreError`] when the storage fails.
     pub async fn suggest(&self, typed: &str, limit: usize) -> Result<Vec<Course>, StoreError> {
-        let key: String = crate::comparison_key_of(typed).chars().take(CourseTitle::MAX_CHARS).collect();
-        self.blocking(move |store| {
-            if key.is_empty() {
-                Ok(store.active_page(None, limit)?.into_iter().map(|(course, _)| course).collect())
-            } else {
-                store.search_active(&key, limit)
-            }
+        let key = crate::TitleSearchKey::of_typed(typed);
+        self.blocking(move |store| match key {
+            None => Ok(store.active_page(None, limit)?.into_iter().map(|(course, _)| course).collect()),
+            Some(key) => store.search_active(&key, limit),
         })
         .await?
     }
@@ -291,7 +288,7 @@ impl Catalog {
         provenance: Provenance,
     ) -> Result<Created, CreateCourseError> {
         let title = new_course.title.clone();
-        let fingerprint = format!("{}\u{1f}{}", new_course.title.as_str(), new_course.workload_hours);
+        let fingerprint = crate::CreationFingerprint::of(&new_course);
         let course = Course::create(new_course, OffsetDateTime::now_utc());
         let created = self
             .blocking(move |store| -> Result<Created, CreateCourseError> {
@@ -349,18 +346,19 @@ impl Catalog {
                     if let Some(expected) = expected_version.filter(|expected| *expected != current.version()) {
                         return Err(UpdateCourseError::StaleVersion { id, expected, current: current.version() });
                     }
-                    let next = match current.with_changes(&changes, OffsetDateTime::now_utc()) {
+                    let revision = match current.with_changes(&changes, OffsetDateTime::now_utc()) {
                         Err(ChangeRefusal::Archived) => return Err(UpdateCourseError::Archived { id }),
                         Ok(None) => return Ok((current, None)),
-                        Ok(Some(next)) => next,
+                        Ok(Some(revision)) => revision,
                     };
-                    match store.replace(&current, &next, &provenance) {
+                    match store.replace(&revision, &provenance) {
                         Ok(Replaced::Done) => {
-                            return Ok((next.clone(), Some(CourseChange::Updated { before: current, after: next })));
+                            let (before, after) = revision.into_parts();
+                            return Ok((after.clone(), Some(CourseChange::Updated { before, after })));
                         }
                         Ok(Replaced::Stale) => {}
                         Err(WriteError::DuplicateTitle) => {
-                            return Err(UpdateCourseError::DuplicateTitle { title: next.title().clone() });
+                            return Err(UpdateCourseError::DuplicateTitle { title: revision.after().title().clone() });
                         }
                         Err(WriteError::Unwritable(reason)) => return Err(UpdateCourseError::Unwritable(reason)),
                         Err(WriteError::Store(error)) => return Err(error.into()),
@@ -403,11 +401,11 @@ impl Catalog {
                     if let Some(expected) = expected_version.filter(|expected| *expected != current.version()) {
                         return Err(ArchiveCourseError::StaleVersion { id, expected, current: current.version() });
                     }
-                    let Some(next) = current.archived_at(OffsetDateTime::now_utc()) else {
+                    let Some(revision) = current.archived_at(OffsetDateTime::now_utc()) else {
                         return Ok((current, false));
                     };
-                    match store.replace(&current, &next, &provenance) {
-                        Ok(Replaced::Done) => return Ok((next, true)),
+                    match store.replace(&revision, &provenance) {
+                        Ok(Replaced::Done) => return Ok((revision.into_parts().1, true)),
                         Ok(Replaced::Stale) => {}
                         // Archiving only ever leaves the unique index; a duplicate here is a broken store.
                         Err(WriteError::DuplicateTitle) => {

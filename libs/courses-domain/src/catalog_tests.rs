@@ -10,8 +10,9 @@ use diesel::connection::SimpleConnection;
 use diesel::{Connection, PgConnection};
 
 use crate::{
-    ArchiveCourseError, Catalog, CourseChanges, CourseId, CourseTitle, CreateCourseError, GetCourseError, NewCourse,
-    PageSize, PostgresStore, Provenance, SqliteStore, UpdateCourseError, WorkloadHours,
+    ArchiveCourseError, Catalog, Course, CourseChanges, CourseId, CourseStore, CourseTitle, CreateCourseError,
+    GetCourseError, NewCourse, PageSize, PostgresStore, Provenance, SqliteStore, UpdateCourseError, WorkloadHours,
+    WriteError,
 };
 
 /// Which store a test runs on.
@@ -50,6 +51,16 @@ impl TestDatabase {
                 Catalog::new(SqliteStore::open(&folder.path().join("nested/folder/cursos.db")).expect("open store"))
             }
             Self::Postgres(schema) => Catalog::new(schema.open()),
+        }
+    }
+
+    /// A store of its own, for what only a direct store call can do (a course no rule would make).
+    fn open_store(&self) -> Box<dyn CourseStore> {
+        match self {
+            Self::Sqlite(folder) => {
+                Box::new(SqliteStore::open(&folder.path().join("nested/folder/cursos.db")).expect("open store"))
+            }
+            Self::Postgres(schema) => Box::new(schema.open()),
         }
     }
 }
@@ -168,6 +179,7 @@ on_both_stores! {
         a_long_history_is_paged_newest_first_without_gaps,
         the_history_of_an_unknown_course_is_not_found;
     sync:
+        a_taken_course_id_is_a_store_failure_and_not_a_duplicate_title,
         two_concurrent_creates_of_the_same_title_from_two_connections_let_exactly_one_win,
         concurrent_updates_of_different_fields_lose_neither,
         concurrent_retries_of_one_key_from_two_connections_create_one_course,
@@ -516,6 +528,26 @@ async fn a_page_exactly_full_has_no_next_page(backend: Backend) {
 
 /// Runs `calls[i]` on `catalogs[i]`, each on its own thread and runtime, released together by a
 /// barrier: two processes sharing one database, racing. Returns the outcomes in order.
+/// Both backends tell the title index from the other unique constraints the same way, by the
+/// index (ADR 0033): a course whose id is taken (another unique index of `courses`) is a store
+/// failure, not a duplicate title, and a taken title under a fresh id is a duplicate title.
+fn a_taken_course_id_is_a_store_failure_and_not_a_duplicate_title(backend: Backend) {
+    let database = TestDatabase::new(backend);
+    let store = database.open_store();
+    let now = time::OffsetDateTime::now_utc();
+    let first = Course::create(new_course("Rust", 10), now);
+    store.insert(&first, &by()).expect("stored");
+    let same_id =
+        Course::from_stored(first.id(), title("Go"), hours(10), false, 1, first.created_at(), first.updated_at());
+    let refused = store.insert(&same_id, &by());
+    assert!(matches!(refused, Err(WriteError::Store(_))), "a taken id: {refused:?}");
+    let same_title = Course::create(new_course("  RUST ", 20), now);
+    let refused = store.insert(&same_title, &by());
+    assert!(matches!(refused, Err(WriteError::DuplicateTitle)), "a taken title: {refused:?}");
+    assert_eq!(store.count_active().expect("count"), 1, "neither refusal wrote");
+    assert_eq!(store.find(first.id()).expect("read"), Some(first), "the first course is untouched");
+}
+
 fn race<T, F>(catalogs: &[Catalog; 2], calls: [Box<dyn FnOnce(Catalog) -> F + Send>; 2]) -> Vec<T>
 where
     T: Send + 'static,
@@ -910,6 +942,43 @@ fn remove_database_files(path: &std::path::Path) {
         name.push(suffix);
         let _ = std::fs::remove_file(name);
     }
+}
+
+/// The shared schema reads and writes SQLite's timestamps as they always were stored (ADR 0033):
+/// RFC 3339 text in UTC with milliseconds and a fixed width, so that text order is time order and
+/// files written by earlier versions read back unchanged.
+#[tokio::test]
+async fn sqlite_timestamps_are_still_stored_as_fixed_width_rfc3339_text_in_utc() {
+    let (_folder, path, catalog) = sqlite_catalog();
+    let key = crate::IdempotencyKey::parse("pedido-1").expect("key");
+    let created = catalog.create_idempotent(new_course("Rust", 10), key, by()).await.expect("created").course;
+    let changes = CourseChanges { workload_hours: Some(hours(20)), ..CourseChanges::default() };
+    catalog.update(created.id(), changes, by()).await.expect("updated");
+    use diesel::RunQueryDsl;
+    let mut connection = diesel::SqliteConnection::establish(&path.to_string_lossy()).expect("connect to the file");
+    #[derive(diesel::QueryableByName)]
+    struct Stored {
+        #[diesel(sql_type = diesel::sql_types::Text)]
+        instant: String,
+    }
+    let stored: Vec<Stored> = diesel::sql_query(
+        "SELECT created_at AS instant FROM courses UNION ALL SELECT updated_at FROM courses \
+         UNION ALL SELECT created_at FROM course_creations \
+         UNION ALL SELECT after_updated_at FROM course_history \
+         UNION ALL SELECT before_updated_at FROM course_history WHERE before_updated_at IS NOT NULL",
+    )
+    .load(&mut connection)
+    .expect("read the stored text");
+    assert_eq!(stored.len(), 6);
+    let format =
+        time::macros::format_description!("[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z");
+    for Stored { instant } in stored {
+        assert_eq!(instant.len(), "2026-11-30T12:00:00.000Z".len(), "{instant}");
+        let parsed = time::PrimitiveDateTime::parse(&instant, format).expect("RFC 3339 with milliseconds");
+        assert!(parsed.assume_utc() >= created.created_at(), "{instant}");
+    }
+    let read_back = catalog.get(created.id()).await.expect("read");
+    assert_eq!(read_back.created_at(), created.created_at(), "the stored text reads back to the same instant");
 }
 
 #[tokio::test]

@@ -69,9 +69,8 @@ impl Course {
     }
 
     /// Rebuilds a course from stored fields. Only stores call this, with values a rule produced.
-    #[doc(hidden)]
     #[must_use]
-    pub fn from_stored(
+    pub(crate) fn from_stored(
         id: CourseId,
         title: CourseTitle,
         workload_hours: WorkloadHours,
@@ -88,7 +87,7 @@ impl Course {
         &self,
         changes: &CourseChanges,
         now: OffsetDateTime,
-    ) -> Result<Option<Self>, ChangeRefusal> {
+    ) -> Result<Option<CourseRevision>, ChangeRefusal> {
         if self.archived {
             return Err(ChangeRefusal::Archived);
         }
@@ -97,12 +96,12 @@ impl Course {
         if title == self.title && workload_hours == self.workload_hours {
             return Ok(None);
         }
-        Ok(Some(Self { title, workload_hours, ..self.next_revision(now) }))
+        Ok(Some(CourseRevision::of(self, Self { title, workload_hours, ..self.next_revision(now) })))
     }
 
     /// The course archived, or `None` when it already is (archiving twice is a no-op).
-    pub(crate) fn archived_at(&self, now: OffsetDateTime) -> Option<Self> {
-        (!self.archived).then(|| Self { archived: true, ..self.next_revision(now) })
+    pub(crate) fn archived_at(&self, now: OffsetDateTime) -> Option<CourseRevision> {
+        (!self.archived).then(|| CourseRevision::of(self, Self { archived: true, ..self.next_revision(now) }))
     }
 
     fn next_revision(&self, now: OffsetDateTime) -> Self {
@@ -154,6 +153,50 @@ impl Course {
     }
 }
 
+/// A course and the revision a rule made of it: same id and creation time, the version one more.
+/// What [`CourseStore::replace`](crate::CourseStore::replace) writes, only if the stored course is
+/// still at [`expected_version`](Self::expected_version).
+///
+/// **Invariant:** made only by the rules that change a course (`Course::with_changes`,
+/// `Course::archived_at`), so a store is never handed two unrelated courses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CourseRevision {
+    before: Course,
+    after: Course,
+}
+
+impl CourseRevision {
+    fn of(before: &Course, after: Course) -> Self {
+        debug_assert_eq!((after.id, after.version), (before.id, before.version + 1));
+        Self { before: before.clone(), after }
+    }
+
+    /// The course as it was read: what the store must still hold.
+    #[must_use]
+    pub fn before(&self) -> &Course {
+        &self.before
+    }
+
+    /// The course as the rule made it.
+    #[must_use]
+    pub fn after(&self) -> &Course {
+        &self.after
+    }
+
+    /// The version the stored course must still have for the revision to be written (the
+    /// compare-and-swap key): the version of [`before`](Self::before).
+    #[must_use]
+    pub fn expected_version(&self) -> u64 {
+        self.before.version
+    }
+
+    /// The course before and after.
+    #[must_use]
+    pub fn into_parts(self) -> (Course, Course) {
+        (self.before, self.after)
+    }
+}
+
 /// Timestamps are kept at millisecond precision, in UTC, everywhere.
 pub(crate) fn truncate_to_millis(instant: OffsetDateTime) -> OffsetDateTime {
     let instant = instant.to_offset(time::UtcOffset::UTC);
@@ -190,7 +233,10 @@ mod tests {
     fn a_change_bumps_the_version_and_the_update_time_but_keeps_the_identity() {
         let before = course();
         let changes = CourseChanges { workload_hours: WorkloadHours::parse(20).ok(), ..CourseChanges::default() };
-        let after = before.with_changes(&changes, datetime!(2026-11-30 13:00 UTC)).expect("allowed").expect("changed");
+        let revision =
+            before.with_changes(&changes, datetime!(2026-11-30 13:00 UTC)).expect("allowed").expect("changed");
+        assert_eq!((revision.before(), revision.expected_version()), (&before, 1));
+        let after = revision.after();
         assert_eq!((after.id(), after.version(), after.workload_hours().get()), (before.id(), 2, 20));
         assert_eq!(after.title(), before.title());
         assert_eq!(after.created_at(), before.created_at());
@@ -207,14 +253,14 @@ mod tests {
 
     #[test]
     fn an_archived_course_refuses_changes() {
-        let archived = course().archived_at(datetime!(2026-12-01 0:00 UTC)).expect("was active");
+        let archived = course().archived_at(datetime!(2026-12-01 0:00 UTC)).expect("was active").after().clone();
         let changes = CourseChanges { workload_hours: WorkloadHours::parse(20).ok(), ..CourseChanges::default() };
         assert_eq!(archived.with_changes(&changes, datetime!(2026-12-02 0:00 UTC)), Err(ChangeRefusal::Archived));
     }
 
     #[test]
     fn archiving_an_archived_course_is_a_no_op() {
-        let archived = course().archived_at(datetime!(2026-12-01 0:00 UTC)).expect("was active");
+        let archived = course().archived_at(datetime!(2026-12-01 0:00 UTC)).expect("was active").after().clone();
         assert!(archived.is_archived());
         assert_eq!(archived.archived_at(datetime!(2026-12-02 0:00 UTC)), None);
     }
@@ -222,7 +268,8 @@ mod tests {
     #[test]
     fn the_update_time_never_moves_backwards_when_the_clock_does() {
         let before = course();
-        let archived = before.archived_at(datetime!(2000-01-01 0:00 UTC)).expect("was active");
+        let revision = before.archived_at(datetime!(2000-01-01 0:00 UTC)).expect("was active");
+        let archived = revision.after();
         assert_eq!(archived.updated_at(), before.updated_at());
     }
 }

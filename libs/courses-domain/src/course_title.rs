@@ -116,6 +116,28 @@ impl CourseTitle {
     }
 }
 
+/// What a title search looks for: the comparison key ([`comparison_key_of`]) of what a user typed,
+/// never empty, at most [`CourseTitle::MAX_CHARS`] characters.
+///
+/// **Invariant:** made only by `TitleSearchKey::of_typed` (crate-private), which refuses an empty key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TitleSearchKey(String);
+
+impl TitleSearchKey {
+    /// The key of what a user typed, `None` when nothing comparable is left (an empty or blank
+    /// text, or only invisible characters).
+    pub(crate) fn of_typed(typed: &str) -> Option<Self> {
+        let key: String = comparison_key_of(typed).chars().take(CourseTitle::MAX_CHARS).collect();
+        (!key.is_empty()).then_some(Self(key))
+    }
+
+    /// The key.
+    #[must_use]
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
 /// The comparison key of any text, as [`CourseTitle::comparison_key`] computes it for titles:
 /// control and default-ignorable characters dropped (zero-width spaces and joiners, BOM, bidi
 /// controls, variation selectors, ...), Unicode compatibility normalization (NFKC: `"ﬁ"` is
@@ -276,6 +298,19 @@ impl fmt::Display for CourseTitle {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_search_key_is_the_comparison_key_of_what_was_typed_and_never_empty() {
+        assert_eq!(
+            TitleSearchKey::of_typed(" Arquitetura   DE software ").map(|key| key.as_str().to_owned()),
+            Some("arquitetura de software".to_owned())
+        );
+        for nothing in ["", "   ", "\u{200B}"] {
+            assert_eq!(TitleSearchKey::of_typed(nothing), None, "{nothing:?}");
+        }
+        let long = TitleSearchKey::of_typed(&"a".repeat(500)).expect("a key");
+        assert_eq!(long.as_str().chars().count(), CourseTitle::MAX_CHARS);
+    }
 
     #[test]
     fn a_title_is_trimmed() {

@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use crate::NewCourse;
+
 /// A caller-chosen key (1 to [`IdempotencyKey::MAX_CHARS`] characters, no control characters, no
 /// surrounding whitespace) that makes a creation idempotent.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -56,9 +58,41 @@ impl fmt::Display for IdempotencyKey {
     }
 }
 
+/// What a creation under an [`IdempotencyKey`] asked for, stored with the key: a retry with the
+/// same key is a replay only if its fingerprint is the same. The text is the title as written, a
+/// unit separator (U+001F, which no title holds) and the workload: fixed, since stored
+/// fingerprints are compared with new ones.
+///
+/// **Invariant:** made only from a [`NewCourse`] (`CreationFingerprint::of`, crate-private).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CreationFingerprint(String);
+
+impl CreationFingerprint {
+    /// The fingerprint of a request to create `new_course`.
+    pub(crate) fn of(new_course: &NewCourse) -> Self {
+        Self(format!("{}\u{1f}{}", new_course.title.as_str(), new_course.workload_hours))
+    }
+
+    /// The fingerprint's text, as stored.
+    #[must_use]
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Stored fingerprints are compared with new ones: their text must never change.
+    #[test]
+    fn a_fingerprint_is_the_title_as_written_and_the_workload() {
+        let new_course = NewCourse {
+            title: crate::CourseTitle::parse(" Rust  Avançado ").expect("title"),
+            workload_hours: crate::WorkloadHours::parse(40).expect("hours"),
+        };
+        assert_eq!(CreationFingerprint::of(&new_course).as_str(), "Rust  Avançado\u{1f}40");
+    }
 
     #[test]
     fn a_key_is_trimmed_and_kept_as_written() {

@@ -21,6 +21,7 @@ mod idempotency_key;
 mod inline_read;
 mod page;
 mod postgres;
+mod sql_store;
 mod sqlite;
 mod sqlite_file;
 mod sqlite_follow;
@@ -40,12 +41,12 @@ pub use catalog::{
     ArchiveCourseError, Catalog, CatalogObserver, CourseChange, CreateCourseError, Created, GetCourseError, NotReady,
     UpdateCourseError,
 };
-pub use course::{Course, CourseChanges, NewCourse};
+pub use course::{Course, CourseChanges, CourseRevision, NewCourse};
 pub use course_id::{CourseId, CourseIdError};
-pub use course_title::{CourseTitle, CourseTitleError, code_point, comparison_key_of};
+pub use course_title::{CourseTitle, CourseTitleError, TitleSearchKey, code_point, comparison_key_of};
 pub use database_settings::{DatabaseSettingError, OpenedDatabase, open_database};
 pub use history::{HistoryEntry, HistoryPage, Provenance};
-pub use idempotency_key::{IdempotencyKey, IdempotencyKeyError};
+pub use idempotency_key::{CreationFingerprint, IdempotencyKey, IdempotencyKeyError};
 pub use page::{CoursePage, PageCursor, PageCursorError, PageSize};
 pub use postgres::{CHANGES_CHANNEL, FOLLOW_POLL, OpenPostgresStoreError, PostgresStore};
 pub use sqlite::{OpenStoreError, SqliteStore};

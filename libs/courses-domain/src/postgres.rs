@@ -1,12 +1,17 @@
-//! [`PostgresStore`]: the [`CourseStore`] on a PostgreSQL database, through diesel.
+//! [`PostgresStore`]: the [`CourseStore`](crate::CourseStore) on a PostgreSQL database, through diesel.
 //!
 //! libpq (and the OpenSSL it uses for TLS) is built from source (`pq-sys/bundled`,
 //! `openssl-sys/vendored`): the build needs no system PostgreSQL library (ADR 0018). The embedded
 //! migrations (`migrations_postgres/`) run on open, one process at a time under an advisory lock.
 //!
+//! The schema, the rows and the statements are shared with SQLite ([`crate::sql_store`], ADR
+//! 0033); this file holds what only PostgreSQL does: connecting, migrating under an advisory lock,
+//! the creation lock, change notices, and the trigram search.
+//!
 //! Writes run in READ COMMITTED transactions. The rules that need more than that:
 //! - Duplicate titles: the partial unique index `courses_active_title_key` refuses them, also
-//!   between concurrent writers; a violation of that index is [`WriteError::DuplicateTitle`].
+//!   between concurrent writers; a violation of that index (PostgreSQL names it) is
+//!   [`WriteError::DuplicateTitle`](crate::WriteError::DuplicateTitle).
 //! - Creation order: every write that adds to or removes from the active set (a creation, an
 //!   archiving) first locks the single `catalog_counters` row, which the counting triggers would
 //!   lock anyway. A creation draws its position under that lock, so positions commit in order and a
@@ -23,15 +28,16 @@ use diesel::connection::SimpleConnection;
 use diesel::pg::PgConnection;
 use diesel::prelude::*;
 use diesel::r2d2::{ConnectionManager, CustomizeConnection, Pool, PooledConnection};
-use diesel::result::{DatabaseErrorKind, Error as DieselError};
+use diesel::result::Error as DieselError;
 use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
-use time::OffsetDateTime;
 
-use crate::store::{ChangeFollower, IdempotentInsert, RemoteChange, Replaced, WriteError};
-use crate::{
-    Course, CourseId, CourseStore, CourseTitle, HistoryEntry, IdempotencyKey, PageCursor, Provenance, StoreError,
-    WorkloadHours,
+use crate::sql_store::schema::{catalog_counters, courses};
+use crate::sql_store::{
+    self, ActiveCourses, ChangeSummary, CourseRow, SharedRead, SharedWrite, SqlBackend, SqlConnection, WriteResult,
+    Written, write_error,
 };
+use crate::store::{ChangeFollower, RemoteChange};
+use crate::{CourseId, StoreError};
 
 const MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations_postgres");
 
@@ -43,69 +49,6 @@ pub(crate) const MIGRATION_LOCK: i64 = 0x6d63_705f_6375_7273; // "mcp_curs"
 const POOL_SIZE: u32 = 8;
 /// How long a caller waits for a pooled connection (or a new one) before failing.
 const CONNECTION_TIMEOUT: Duration = Duration::from_secs(30);
-/// The name of the partial unique index on active title keys.
-const TITLE_INDEX: &str = "courses_active_title_key";
-
-mod schema {
-    diesel::table! {
-        courses (position) {
-            position -> BigInt,
-            id -> Text,
-            title -> Text,
-            title_key -> Text,
-            workload_hours -> Integer,
-            archived -> Bool,
-            version -> BigInt,
-            created_at -> Timestamptz,
-            updated_at -> Timestamptz,
-        }
-    }
-
-    diesel::table! {
-        course_creations (idempotency_key) {
-            idempotency_key -> Text,
-            fingerprint -> Text,
-            course_id -> Text,
-            created_at -> Timestamptz,
-        }
-    }
-
-    diesel::table! {
-        course_history (seq) {
-            seq -> BigInt,
-            course_id -> Text,
-            author -> Text,
-            tool -> Text,
-            arguments -> Text,
-            before_title -> Nullable<Text>,
-            before_workload_hours -> Nullable<Integer>,
-            before_archived -> Nullable<Bool>,
-            before_version -> Nullable<BigInt>,
-            before_updated_at -> Nullable<Timestamptz>,
-            after_title -> Text,
-            after_workload_hours -> Integer,
-            after_archived -> Bool,
-            after_version -> BigInt,
-            after_updated_at -> Timestamptz,
-        }
-    }
-
-    diesel::table! {
-        title_key_rule (singleton) {
-            singleton -> Integer,
-            version -> BigInt,
-        }
-    }
-
-    diesel::table! {
-        catalog_counters (singleton) {
-            singleton -> Integer,
-            active_courses -> BigInt,
-        }
-    }
-}
-
-use schema::{catalog_counters, course_creations, course_history, courses, title_key_rule};
 
 /// Why [`PostgresStore::open`] failed. Its text never contains the database URL (which may hold a
 /// password).
@@ -308,7 +251,7 @@ impl PostgresStore {
                     // Carry the migration error out of diesel's transaction closure.
                     DieselError::QueryBuilderError(error)
                 })?;
-                bring_title_keys_to_rule(connection)
+                sql_store::bring_title_keys_to_rule(&mut SqlConnection::Postgres(connection))
             })
             .map_err(|error| OpenPostgresStoreError::Migrate { source: error.into() })?;
         drop(connection);
@@ -351,139 +294,6 @@ impl PostgresStore {
 
     fn connection(&self) -> Result<PooledConnection<ConnectionManager<PgConnection>>, StoreError> {
         self.pool.get().map_err(|error| StoreError::new("no database connection available", error))
-    }
-}
-
-#[derive(Debug, Queryable, QueryableByName, Selectable, Insertable, AsChangeset)]
-#[diesel(table_name = courses, check_for_backend(diesel::pg::Pg))]
-struct CourseRow {
-    id: String,
-    title: String,
-    title_key: String,
-    workload_hours: i32,
-    archived: bool,
-    version: i64,
-    created_at: OffsetDateTime,
-    updated_at: OffsetDateTime,
-}
-
-impl CourseRow {
-    fn from_course(course: &Course) -> Result<Self, StoreError> {
-        Ok(Self {
-            id: course.id().to_string(),
-            title: course.title().as_str().to_owned(),
-            title_key: course.title().comparison_key(),
-            workload_hours: i32::from(course.workload_hours().get()),
-            archived: course.is_archived(),
-            version: i64::try_from(course.version()).map_err(|error| StoreError::new("version out of range", error))?,
-            created_at: course.created_at(),
-            updated_at: course.updated_at(),
-        })
-    }
-
-    fn into_course(self) -> Result<Course, StoreError> {
-        let invalid = |_| StoreError::message("a stored course breaks the catalog's rules");
-        Ok(Course::from_stored(
-            CourseId::parse(&self.id).map_err(|_| StoreError::message("a stored course id is invalid"))?,
-            CourseTitle::from_stored(self.title)
-                .map_err(|_| StoreError::message("a stored course title is invalid"))?,
-            WorkloadHours::parse(i64::from(self.workload_hours))
-                .map_err(|_| StoreError::message("a stored workload is invalid"))?,
-            self.archived,
-            u64::try_from(self.version).map_err(invalid)?,
-            self.created_at.to_offset(time::UtcOffset::UTC),
-            self.updated_at.to_offset(time::UtcOffset::UTC),
-        ))
-    }
-}
-
-/// One revision of a course as the history keeps it (the fields a write can change).
-#[derive(Debug)]
-struct Snapshot {
-    title: String,
-    workload_hours: i32,
-    archived: bool,
-    version: i64,
-    updated_at: OffsetDateTime,
-}
-
-impl Snapshot {
-    fn of(row: &CourseRow) -> Self {
-        Self {
-            title: row.title.clone(),
-            workload_hours: row.workload_hours,
-            archived: row.archived,
-            version: row.version,
-            updated_at: row.updated_at,
-        }
-    }
-
-    /// The course at this revision (id and creation time never change).
-    fn into_course(self, course: &Course) -> Result<Course, StoreError> {
-        CourseRow {
-            id: course.id().to_string(),
-            title_key: String::new(),
-            title: self.title,
-            workload_hours: self.workload_hours,
-            archived: self.archived,
-            version: self.version,
-            created_at: course.created_at(),
-            updated_at: self.updated_at,
-        }
-        .into_course()
-    }
-}
-
-#[derive(Debug, Queryable, Selectable)]
-#[diesel(table_name = course_history, check_for_backend(diesel::pg::Pg))]
-struct HistoryRow {
-    seq: i64,
-    author: String,
-    tool: String,
-    arguments: String,
-    before_title: Option<String>,
-    before_workload_hours: Option<i32>,
-    before_archived: Option<bool>,
-    before_version: Option<i64>,
-    before_updated_at: Option<OffsetDateTime>,
-    after_title: String,
-    after_workload_hours: i32,
-    after_archived: bool,
-    after_version: i64,
-    after_updated_at: OffsetDateTime,
-}
-
-impl HistoryRow {
-    fn into_entry(self, course: &Course) -> Result<(HistoryEntry, PageCursor), StoreError> {
-        let before = match (
-            self.before_title,
-            self.before_workload_hours,
-            self.before_archived,
-            self.before_version,
-            self.before_updated_at,
-        ) {
-            (None, None, None, None, None) => None,
-            (Some(title), Some(workload_hours), Some(archived), Some(version), Some(updated_at)) => {
-                Some(Snapshot { title, workload_hours, archived, version, updated_at }.into_course(course)?)
-            }
-            _ => return Err(StoreError::message("a stored history entry is incomplete")),
-        };
-        let after = Snapshot {
-            title: self.after_title,
-            workload_hours: self.after_workload_hours,
-            archived: self.after_archived,
-            version: self.after_version,
-            updated_at: self.after_updated_at,
-        }
-        .into_course(course)?;
-        let position = u64::try_from(self.seq).map_err(|error| StoreError::new("negative history position", error))?;
-        let entry = HistoryEntry {
-            recorded_at: after.updated_at(),
-            provenance: Provenance::new(self.author, self.tool, self.arguments),
-            before,
-            after,
-        };
-        Ok((entry, PageCursor::after_position(position)))
     }
 }
 
@@ -574,46 +384,12 @@ fn parse_notice(payload: &str, own_origin: &str, own_schema: &str) -> Option<Rem
 fn notify_change(
     connection: &mut PgConnection,
     announcer: (&str, Option<&str>),
-    before: Option<&CourseRow>,
-    after: &CourseRow,
+    change: &ChangeSummary,
 ) -> Result<(), DieselError> {
-    let changes_listing = before.is_none_or(|before| before.archived != after.archived || before.title != after.title);
-    let payload = notice_payload(announcer.0, announcer.1, &after.id, changes_listing);
+    let payload = notice_payload(announcer.0, announcer.1, &change.course_id, change.changes_listing);
     diesel::sql_query("SELECT pg_notify($1, $2)")
         .bind::<diesel::sql_types::Text, _>(CHANGES_CHANNEL)
         .bind::<diesel::sql_types::Text, _>(payload)
-        .execute(connection)
-        .map(|_| ())
-}
-
-/// Appends the history entry of a write from `before` (none for a creation) to `after`, and
-/// announces the change to the other processes, both in the write's transaction.
-fn record_history(
-    connection: &mut PgConnection,
-    announcer: (&str, Option<&str>),
-    before: Option<&CourseRow>,
-    after: &CourseRow,
-    provenance: &Provenance,
-) -> Result<(), DieselError> {
-    notify_change(connection, announcer, before, after)?;
-    let before = before.map(Snapshot::of);
-    diesel::insert_into(course_history::table)
-        .values((
-            course_history::course_id.eq(&after.id),
-            course_history::author.eq(provenance.author()),
-            course_history::tool.eq(provenance.tool()),
-            course_history::arguments.eq(provenance.arguments()),
-            course_history::before_title.eq(before.as_ref().map(|snapshot| snapshot.title.as_str())),
-            course_history::before_workload_hours.eq(before.as_ref().map(|snapshot| snapshot.workload_hours)),
-            course_history::before_archived.eq(before.as_ref().map(|snapshot| snapshot.archived)),
-            course_history::before_version.eq(before.as_ref().map(|snapshot| snapshot.version)),
-            course_history::before_updated_at.eq(before.as_ref().map(|snapshot| snapshot.updated_at)),
-            course_history::after_title.eq(&after.title),
-            course_history::after_workload_hours.eq(after.workload_hours),
-            course_history::after_archived.eq(after.archived),
-            course_history::after_version.eq(after.version),
-            course_history::after_updated_at.eq(&after.updated_at),
-        ))
         .execute(connection)
         .map(|_| ())
 }
@@ -624,23 +400,6 @@ fn record_history(
 /// lock the same row, can never deadlock with a creation waiting on the title index.
 fn lock_active_set(connection: &mut PgConnection) -> Result<(), DieselError> {
     catalog_counters::table.select(catalog_counters::active_courses).for_update().first::<i64>(connection).map(|_| ())
-}
-
-fn write_error(context: &'static str, error: DieselError) -> WriteError {
-    match &error {
-        DieselError::DatabaseError(DatabaseErrorKind::UniqueViolation, info)
-            if info.constraint_name() == Some(TITLE_INDEX) =>
-        {
-            WriteError::DuplicateTitle
-        }
-        _ => WriteError::Store(StoreError::new(context, error)),
-    }
-}
-
-/// Only active courses: `NOT archived`, with no bound parameter, so that the planner can use the
-/// partial indexes even in a generic plan.
-fn is_active() -> diesel::dsl::not<courses::archived> {
-    diesel::dsl::not(courses::archived)
 }
 
 /// `text` as a LIKE pattern that matches it literally anywhere (`\` is PostgreSQL's LIKE escape).
@@ -657,277 +416,57 @@ fn contains_pattern(text: &str) -> String {
     pattern
 }
 
-impl CourseStore for PostgresStore {
-    fn insert(&self, course: &Course, provenance: &Provenance) -> Result<(), WriteError> {
-        let row = CourseRow::from_course(course)?;
-        self.connection()?
-            .transaction(|connection| {
-                lock_active_set(connection)?;
-                diesel::insert_into(courses::table).values(&row).execute(connection)?;
-                record_history(connection, self.announcer(), None, &row, provenance)
-            })
-            .map_err(|error| write_error("cannot insert a course", error))
+/// PostgreSQL's part of the shared store ([`crate::sql_store`], ADR 0033).
+impl SqlBackend for PostgresStore {
+    type Connection = PgConnection;
+
+    fn pool(&self) -> &Pool<ConnectionManager<PgConnection>> {
+        &self.pool
     }
 
-    fn insert_idempotent(
-        &self,
-        course: &Course,
-        key: &IdempotencyKey,
-        fingerprint: &str,
-        provenance: &Provenance,
-    ) -> Result<IdempotentInsert, WriteError> {
-        let row = CourseRow::from_course(course)?;
-        let mut connection = self.connection()?;
-        let outcome = connection.transaction(|connection| {
-            // The creation lock comes before the key is read, so two retries of one key cannot both
-            // find it unused: the second reads the key once the first has committed.
-            lock_active_set(connection)?;
-            let previous: Option<(String, String)> = course_creations::table
-                .find(key.as_str())
-                .select((course_creations::fingerprint, course_creations::course_id))
-                .first(connection)
-                .optional()?;
-            if let Some((previous_fingerprint, course_id)) = previous {
-                if previous_fingerprint != fingerprint {
-                    return Ok(Err(IdempotentInsert::KeyReused));
-                }
-                let original: CourseRow = courses::table
-                    .filter(courses::id.eq(course_id))
-                    .select(CourseRow::as_select())
-                    .first(connection)?;
-                return Ok(Err(IdempotentInsert::Replayed(
-                    original
-                        .into_course()
-                        .map_err(|_| DieselError::QueryBuilderError("a stored course is invalid".into()))?,
-                )));
-            }
-            diesel::insert_into(courses::table).values(&row).execute(connection)?;
-            record_history(connection, self.announcer(), None, &row, provenance)?;
-            diesel::insert_into(course_creations::table)
-                .values((
-                    course_creations::idempotency_key.eq(key.as_str()),
-                    course_creations::fingerprint.eq(fingerprint),
-                    course_creations::course_id.eq(&row.id),
-                    course_creations::created_at.eq(&row.created_at),
-                ))
-                .execute(connection)?;
-            Ok::<_, DieselError>(Ok(()))
-        });
-        match outcome {
-            Ok(Ok(())) => Ok(IdempotentInsert::Inserted),
-            Ok(Err(earlier)) => Ok(earlier),
-            Err(error) => Err(write_error("cannot insert a course idempotently", error)),
-        }
+    fn run_read<T>(&self, read: impl SharedRead<T>) -> Result<T, StoreError> {
+        read(&mut SqlConnection::Postgres(&mut *self.connection()?))
     }
 
-    fn replace(&self, before: &Course, after: &Course, provenance: &Provenance) -> Result<Replaced, WriteError> {
-        let before = CourseRow::from_course(before)?;
-        let row = CourseRow::from_course(after)?;
+    /// In a READ COMMITTED transaction of its own: a write that changes the active set takes the
+    /// creation lock first ([`lock_active_set`]), and a write that stored something announces
+    /// itself to the other replicas ([`notify_change`], delivered only if it commits).
+    fn run_write<T>(&self, context: &'static str, change: ChangeSummary, write: impl SharedWrite<T>) -> WriteResult<T>
+    where
+        T: Written + Send + 'static,
+    {
         self.connection()?
             .transaction(|connection| {
-                if before.archived != row.archived {
-                    // Archiving changes the active set: the creation lock first, then the row
-                    // (the order every creation takes them in).
+                if change.changes_active_set {
                     lock_active_set(connection)?;
                 }
-                // A compare-and-swap: if another writer committed in between, PostgreSQL re-checks
-                // the version on its row and updates nothing.
-                let updated = diesel::update(courses::table)
-                    .filter(courses::id.eq(&row.id))
-                    .filter(courses::version.eq(before.version))
-                    .set(&row)
-                    .execute(connection)?;
-                if updated != 1 {
-                    return Ok(Replaced::Stale);
+                let outcome = write(&mut SqlConnection::Postgres(connection))?;
+                if outcome.wrote() {
+                    notify_change(connection, self.announcer(), &change)?;
                 }
-                record_history(connection, self.announcer(), Some(&before), &row, provenance)?;
-                Ok(Replaced::Done)
+                Ok(outcome)
             })
-            .map_err(|error| write_error("cannot update a course", error))
+            .map_err(|error| write_error(context, error))
     }
 
-    fn find(&self, id: CourseId) -> Result<Option<Course>, StoreError> {
-        courses::table
-            .filter(courses::id.eq(id.to_string()))
-            .select(CourseRow::as_select())
-            .first(&mut self.connection()?)
-            .optional()
-            .map_err(|error| StoreError::new("cannot read a course", error))?
-            .map(CourseRow::into_course)
-            .transpose()
-    }
-
-    fn active_page(&self, after: Option<PageCursor>, limit: usize) -> Result<Vec<(Course, PageCursor)>, StoreError> {
-        let limit = i64::try_from(limit).map_err(|error| StoreError::new("page size out of range", error))?;
-        let after = after
-            .map_or(Ok(0), |cursor| i64::try_from(cursor.position()))
-            .map_err(|error| StoreError::new("cursor out of range", error))?;
-        let rows: Vec<(i64, CourseRow)> = courses::table
-            .filter(is_active())
-            .filter(courses::position.gt(after))
-            .order(courses::position.asc())
-            .limit(limit)
-            .select((courses::position, CourseRow::as_select()))
-            .load(&mut self.connection()?)
-            .map_err(|error| StoreError::new("cannot read a catalog page", error))?;
-        rows.into_iter()
-            .map(|(position, row)| {
-                let position = u64::try_from(position).map_err(|error| StoreError::new("negative position", error))?;
-                Ok((row.into_course()?, PageCursor::after_position(position)))
-            })
-            .collect()
-    }
-
-    fn history_page(
-        &self,
-        course: &Course,
-        before: Option<PageCursor>,
-        limit: usize,
-    ) -> Result<Vec<(HistoryEntry, PageCursor)>, StoreError> {
-        let limit = i64::try_from(limit).map_err(|error| StoreError::new("page size out of range", error))?;
-        let before = before
-            .map_or(Ok(i64::MAX), |cursor| i64::try_from(cursor.position()))
-            .map_err(|error| StoreError::new("cursor out of range", error))?;
-        let rows: Vec<HistoryRow> = course_history::table
-            .filter(course_history::course_id.eq(course.id().to_string()))
-            .filter(course_history::seq.lt(before))
-            .order(course_history::seq.desc())
-            .limit(limit)
-            .select(HistoryRow::as_select())
-            .load(&mut self.connection()?)
-            .map_err(|error| StoreError::new("cannot read a course's history", error))?;
-        rows.into_iter().map(|row| row.into_entry(course)).collect()
-    }
-
-    fn follow_changes(&self, on_change: Box<dyn Fn(RemoteChange) + Send>) -> Option<ChangeFollower> {
-        Some(PostgresStore::follow_changes(self, on_change))
-    }
-
-    fn pool_status(&self) -> crate::PoolStatus {
-        let state = self.pool.state();
-        crate::PoolStatus {
-            max_size: self.pool.max_size(),
-            connections: state.connections,
-            idle: state.idle_connections,
-        }
-    }
-
-    fn count_active(&self) -> Result<u64, StoreError> {
-        let count: i64 = catalog_counters::table
-            .select(catalog_counters::active_courses)
-            .first(&mut self.connection()?)
-            .map_err(|error| StoreError::new("cannot count the catalog", error))?;
-        u64::try_from(count).map_err(|error| StoreError::new("negative count", error))
-    }
-
-    fn search_active(&self, key: &str, limit: usize) -> Result<Vec<Course>, StoreError> {
-        if key.contains('\0') {
-            // PostgreSQL text cannot hold NUL, so no title key contains one.
-            return Ok(Vec::new());
-        }
-        let sql_limit = i64::try_from(limit).map_err(|error| StoreError::new("limit out of range", error))?;
-        let connection = &mut self.connection()?;
-        let search_error = |error| StoreError::new("cannot search the catalog", error);
-        let mut found: Vec<CourseRow> = Vec::new();
-        // 1. Ids starting with the key: a range on the unique index of `id` ("C" collation; ids
-        //    are lowercase hex and '-').
-        if key.bytes().all(|byte| byte.is_ascii_hexdigit() || byte == b'-') {
-            found.extend(
-                courses::table
-                    .filter(is_active())
-                    .filter(courses::id.ge(key))
-                    .filter(courses::id.lt(format!("{key}~")))
-                    .order(courses::id.asc())
-                    .limit(sql_limit)
-                    .select(CourseRow::as_select())
-                    .load(connection)
-                    .map_err(search_error)?,
-            );
-        }
-        // 2. Title keys starting with the key: a range on the partial unique index of active title keys.
-        if found.len() < limit {
-            found.extend(
-                courses::table
-                    .filter(is_active())
-                    .filter(courses::title_key.ge(key))
-                    .filter(courses::title_key.lt(format!("{key}\u{10FFFF}")))
-                    .order(courses::title_key.asc())
-                    .limit(sql_limit)
-                    .select(CourseRow::as_select())
-                    .load(connection)
-                    .map_err(search_error)?,
-            );
-        }
-        // 3. Title keys containing the key: the trigram index (it needs three characters).
-        if found.len() < limit && key.chars().count() >= 3 {
-            found.extend(
-                courses::table
-                    .filter(is_active())
-                    .filter(courses::title_key.like(contains_pattern(key)))
-                    .limit(sql_limit.saturating_mul(2))
-                    .select(CourseRow::as_select())
-                    .load(connection)
-                    .map_err(search_error)?,
-            );
-        }
-        let mut seen = std::collections::HashSet::new();
-        found.into_iter().filter(|row| seen.insert(row.id.clone())).take(limit).map(CourseRow::into_course).collect()
+    fn follow_changes(&self, on_change: Box<dyn Fn(RemoteChange) + Send>) -> ChangeFollower {
+        PostgresStore::follow_changes(self, on_change)
     }
 }
 
-/// Brings the stored title keys to today's comparison-key rule, in the transaction that migrated
-/// the database (ADR 0025): nothing to do when they are already at it.
-fn bring_title_keys_to_rule(connection: &mut PgConnection) -> Result<(), DieselError> {
-    use crate::course_title::{COMPARISON_KEY_RULE, StoredKey, plan_rekey, transient_key};
-
-    let version: i64 = title_key_rule::table.select(title_key_rule::version).get_result(connection)?;
-    if version >= COMPARISON_KEY_RULE {
-        if version > COMPARISON_KEY_RULE {
-            tracing::warn!(
-                version,
-                ours = COMPARISON_KEY_RULE,
-                "the title keys were computed by a newer rule than this program's"
-            );
-        }
-        return Ok(());
-    }
-    let stored: Vec<(String, String, String, bool)> = courses::table
-        .order(courses::position.asc())
-        .select((courses::id, courses::title, courses::title_key, courses::archived))
-        .load(connection)?;
-    let rekey = plan_rekey(stored.into_iter().map(|(id, title, key, archived)| StoredKey {
-        id,
-        title,
-        key,
-        active: !archived,
-    }));
-    // Two passes, so that no course takes a key another still holds.
-    for (id, _) in &rekey.changes {
-        diesel::update(courses::table.filter(courses::id.eq(id)))
-            .set(courses::title_key.eq(transient_key(id)))
-            .execute(connection)?;
-    }
-    for (id, key) in &rekey.changes {
-        diesel::update(courses::table.filter(courses::id.eq(id)))
-            .set(courses::title_key.eq(key))
-            .execute(connection)?;
-    }
-    diesel::update(title_key_rule::table).set(title_key_rule::version.eq(COMPARISON_KEY_RULE)).execute(connection)?;
-    for (course, earlier) in &rekey.duplicates {
-        tracing::warn!(
-            course,
-            same_title_as = earlier,
-            "two active courses have the same title under the title rule of ADR 0025: rename or archive one"
-        );
-    }
-    tracing::info!(
-        from = version,
-        to = COMPARISON_KEY_RULE,
-        changed = rekey.changes.len(),
-        duplicates = rekey.duplicates.len(),
-        "title keys recomputed"
-    );
-    Ok(())
+/// PostgreSQL's own third step of a search: active courses whose title key contains `key`, a
+/// `LIKE '%key%'` served by the trigram index `courses_active_title_trigram`.
+pub(crate) fn title_keys_containing(
+    connection: &mut PgConnection,
+    key: &str,
+    limit: i64,
+) -> QueryResult<Vec<CourseRow>> {
+    courses::table
+        .filter(ActiveCourses)
+        .filter(courses::title_key.like(contains_pattern(key)))
+        .limit(limit)
+        .select(CourseRow::as_select())
+        .load(connection)
 }
 
 #[cfg(test)]

@@ -1,10 +1,14 @@
-//! [`SqliteStore`]: the default [`CourseStore`], one SQLite file, through diesel.
+//! [`SqliteStore`]: the default [`CourseStore`](crate::CourseStore), one SQLite file, through diesel.
 //!
 //! SQLite is compiled into the binary (`libsqlite3-sys/bundled`). The file is opened in WAL
 //! mode with a busy timeout and `synchronous = FULL`, and the embedded migrations run on open.
 //! Reads use a pool of connections (never waited for on the async runtime:
 //! [`crate::inline_read`]); writes go through one writer thread that commits them in batches, one
 //! fsync per batch ([`crate::sqlite_writer`], group commit: what a failed batch means is there).
+//!
+//! The schema, the rows and the statements are shared with PostgreSQL ([`crate::sql_store`], ADR
+//! 0033); this file holds what only SQLite does: opening and migrating the file, how a read gets a
+//! connection and how a write reaches the writer thread, and the trigram search.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -15,18 +19,16 @@ use diesel::r2d2::{ConnectionManager, CustomizeConnection, Pool, PooledConnectio
 use diesel::result::{DatabaseErrorKind, Error as DieselError};
 use diesel::sqlite::SqliteConnection;
 use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
-use time::format_description::BorrowedFormatItem;
-use time::macros::format_description;
-use time::{OffsetDateTime, PrimitiveDateTime};
 
+use crate::StoreError;
+use crate::sql_store::{
+    self, ChangeSummary, CourseRow, SharedRead, SharedWrite, SqlBackend, SqlConnection, WriteResult, Written,
+    write_error,
+};
 use crate::sqlite_file::DatabaseFile;
 use crate::sqlite_follow::OwnWrites;
 use crate::sqlite_writer::{BatchFailure, WriteFailure, Writer};
-use crate::store::{ChangeFollower, IdempotentInsert, RemoteChange, Replaced, Unwritable, WriteError};
-use crate::{
-    Course, CourseId, CourseStore, CourseTitle, HistoryEntry, IdempotencyKey, PageCursor, Provenance, StoreError,
-    WorkloadHours,
-};
+use crate::store::{ChangeFollower, RemoteChange, Unwritable, WriteError};
 
 const MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations");
 
@@ -36,71 +38,6 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// run inline on the async workers when a connection is free at once, else on the blocking pool,
 /// which waits for one (ADR 0021).
 const POOL_SIZE: u32 = 8;
-
-/// Stored timestamps: RFC 3339, UTC, millisecond precision, fixed width (text order is time order).
-const TIMESTAMP_FORMAT: &[BorrowedFormatItem<'static>] =
-    format_description!("[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z");
-
-mod schema {
-    diesel::table! {
-        courses (position) {
-            position -> BigInt,
-            id -> Text,
-            title -> Text,
-            title_key -> Text,
-            workload_hours -> Integer,
-            archived -> Bool,
-            version -> BigInt,
-            created_at -> Text,
-            updated_at -> Text,
-        }
-    }
-
-    diesel::table! {
-        course_creations (idempotency_key) {
-            idempotency_key -> Text,
-            fingerprint -> Text,
-            course_id -> Text,
-            created_at -> Text,
-        }
-    }
-
-    diesel::table! {
-        course_history (seq) {
-            seq -> BigInt,
-            course_id -> Text,
-            author -> Text,
-            tool -> Text,
-            arguments -> Text,
-            before_title -> Nullable<Text>,
-            before_workload_hours -> Nullable<Integer>,
-            before_archived -> Nullable<Bool>,
-            before_version -> Nullable<BigInt>,
-            before_updated_at -> Nullable<Text>,
-            after_title -> Text,
-            after_workload_hours -> Integer,
-            after_archived -> Bool,
-            after_version -> BigInt,
-            after_updated_at -> Text,
-        }
-    }
-
-    diesel::table! {
-        title_key_rule (singleton) {
-            singleton -> Integer,
-            version -> BigInt,
-        }
-    }
-
-    diesel::table! {
-        catalog_counters (singleton) {
-            singleton -> Integer,
-            active_courses -> BigInt,
-        }
-    }
-}
-
-use schema::{catalog_counters, course_creations, course_history, courses, title_key_rule};
 
 /// Why [`SqliteStore::open`] failed.
 #[derive(Debug, thiserror::Error)]
@@ -239,7 +176,7 @@ impl SqliteStore {
                     // Carry the migration error out of diesel's transaction closure.
                     DieselError::QueryBuilderError(error)
                 })?;
-                bring_title_keys_to_rule(connection)
+                sql_store::bring_title_keys_to_rule(&mut SqlConnection::Sqlite(connection))
             })
             .map_err(|error| OpenStoreError::Migrate { path: path.to_owned(), source: error.into() })?;
         drop(connection);
@@ -367,330 +304,26 @@ impl SqliteStore {
     }
 }
 
-#[derive(Debug, Queryable, QueryableByName, Selectable, Insertable, AsChangeset)]
-#[diesel(table_name = courses, check_for_backend(diesel::sqlite::Sqlite))]
-struct CourseRow {
-    id: String,
-    title: String,
-    title_key: String,
-    workload_hours: i32,
-    archived: bool,
-    version: i64,
-    created_at: String,
-    updated_at: String,
-}
+/// SQLite's part of the shared store ([`crate::sql_store`], ADR 0033).
+impl SqlBackend for SqliteStore {
+    type Connection = SqliteConnection;
 
-impl CourseRow {
-    fn from_course(course: &Course) -> Result<Self, StoreError> {
-        Ok(Self {
-            id: course.id().to_string(),
-            title: course.title().as_str().to_owned(),
-            title_key: course.title().comparison_key(),
-            workload_hours: i32::from(course.workload_hours().get()),
-            archived: course.is_archived(),
-            version: i64::try_from(course.version()).map_err(|error| StoreError::new("version out of range", error))?,
-            created_at: format_timestamp(course.created_at())?,
-            updated_at: format_timestamp(course.updated_at())?,
-        })
+    fn pool(&self) -> &Pool<ConnectionManager<SqliteConnection>> {
+        &self.pool
     }
 
-    fn into_course(self) -> Result<Course, StoreError> {
-        let invalid = |_| StoreError::message("a stored course breaks the catalog's rules");
-        Ok(Course::from_stored(
-            CourseId::parse(&self.id).map_err(|_| StoreError::message("a stored course id is invalid"))?,
-            CourseTitle::from_stored(self.title)
-                .map_err(|_| StoreError::message("a stored course title is invalid"))?,
-            WorkloadHours::parse(i64::from(self.workload_hours))
-                .map_err(|_| StoreError::message("a stored workload is invalid"))?,
-            self.archived,
-            u64::try_from(self.version).map_err(invalid)?,
-            parse_timestamp(&self.created_at)?,
-            parse_timestamp(&self.updated_at)?,
-        ))
-    }
-}
-
-/// One revision of a course as the history keeps it (the fields a write can change).
-#[derive(Debug)]
-struct Snapshot {
-    title: String,
-    workload_hours: i32,
-    archived: bool,
-    version: i64,
-    updated_at: String,
-}
-
-impl Snapshot {
-    fn of(row: &CourseRow) -> Self {
-        Self {
-            title: row.title.clone(),
-            workload_hours: row.workload_hours,
-            archived: row.archived,
-            version: row.version,
-            updated_at: row.updated_at.clone(),
-        }
+    fn run_read<T>(&self, read: impl SharedRead<T>) -> Result<T, StoreError> {
+        read(&mut SqlConnection::Sqlite(&mut *self.connection()?))
     }
 
-    /// The course at this revision (id and creation time never change).
-    fn into_course(self, course: &Course) -> Result<Course, StoreError> {
-        CourseRow {
-            id: course.id().to_string(),
-            title_key: String::new(),
-            title: self.title,
-            workload_hours: self.workload_hours,
-            archived: self.archived,
-            version: self.version,
-            created_at: format_timestamp(course.created_at())?,
-            updated_at: self.updated_at,
-        }
-        .into_course()
-    }
-}
-
-#[derive(Debug, Queryable, Selectable)]
-#[diesel(table_name = course_history, check_for_backend(diesel::sqlite::Sqlite))]
-struct HistoryRow {
-    seq: i64,
-    author: String,
-    tool: String,
-    arguments: String,
-    before_title: Option<String>,
-    before_workload_hours: Option<i32>,
-    before_archived: Option<bool>,
-    before_version: Option<i64>,
-    before_updated_at: Option<String>,
-    after_title: String,
-    after_workload_hours: i32,
-    after_archived: bool,
-    after_version: i64,
-    after_updated_at: String,
-}
-
-impl HistoryRow {
-    fn into_entry(self, course: &Course) -> Result<(HistoryEntry, PageCursor), StoreError> {
-        let before = match (
-            self.before_title,
-            self.before_workload_hours,
-            self.before_archived,
-            self.before_version,
-            self.before_updated_at,
-        ) {
-            (None, None, None, None, None) => None,
-            (Some(title), Some(workload_hours), Some(archived), Some(version), Some(updated_at)) => {
-                Some(Snapshot { title, workload_hours, archived, version, updated_at }.into_course(course)?)
-            }
-            _ => return Err(StoreError::message("a stored history entry is incomplete")),
-        };
-        let after = Snapshot {
-            title: self.after_title,
-            workload_hours: self.after_workload_hours,
-            archived: self.after_archived,
-            version: self.after_version,
-            updated_at: self.after_updated_at,
-        }
-        .into_course(course)?;
-        let position = u64::try_from(self.seq).map_err(|error| StoreError::new("negative history position", error))?;
-        let entry = HistoryEntry {
-            recorded_at: after.updated_at(),
-            provenance: Provenance::new(self.author, self.tool, self.arguments),
-            before,
-            after,
-        };
-        Ok((entry, PageCursor::after_position(position)))
-    }
-}
-
-/// Appends the history entry of a write from `before` (none for a creation) to `after`.
-fn record_history(
-    connection: &mut SqliteConnection,
-    before: Option<&CourseRow>,
-    after: &CourseRow,
-    provenance: &Provenance,
-) -> Result<(), DieselError> {
-    let before = before.map(Snapshot::of);
-    diesel::insert_into(course_history::table)
-        .values((
-            course_history::course_id.eq(&after.id),
-            course_history::author.eq(provenance.author()),
-            course_history::tool.eq(provenance.tool()),
-            course_history::arguments.eq(provenance.arguments()),
-            course_history::before_title.eq(before.as_ref().map(|snapshot| snapshot.title.as_str())),
-            course_history::before_workload_hours.eq(before.as_ref().map(|snapshot| snapshot.workload_hours)),
-            course_history::before_archived.eq(before.as_ref().map(|snapshot| snapshot.archived)),
-            course_history::before_version.eq(before.as_ref().map(|snapshot| snapshot.version)),
-            course_history::before_updated_at.eq(before.as_ref().map(|snapshot| snapshot.updated_at.as_str())),
-            course_history::after_title.eq(&after.title),
-            course_history::after_workload_hours.eq(after.workload_hours),
-            course_history::after_archived.eq(after.archived),
-            course_history::after_version.eq(after.version),
-            course_history::after_updated_at.eq(&after.updated_at),
-        ))
-        .execute(connection)
-        .map(|_| ())
-}
-
-fn format_timestamp(instant: OffsetDateTime) -> Result<String, StoreError> {
-    instant
-        .to_offset(time::UtcOffset::UTC)
-        .format(TIMESTAMP_FORMAT)
-        .map_err(|error| StoreError::new("cannot format a timestamp", error))
-}
-
-fn parse_timestamp(text: &str) -> Result<OffsetDateTime, StoreError> {
-    PrimitiveDateTime::parse(text, TIMESTAMP_FORMAT)
-        .map(PrimitiveDateTime::assume_utc)
-        .map_err(|error| StoreError::new("a stored timestamp is invalid", error))
-}
-
-fn write_error(context: &'static str, error: DieselError) -> WriteError {
-    match &error {
-        DieselError::DatabaseError(DatabaseErrorKind::UniqueViolation, info)
-            if info.message().contains("title_key") =>
-        {
-            WriteError::DuplicateTitle
-        }
-        _ => WriteError::Store(StoreError::new(context, error)),
-    }
-}
-
-// Lookups by a unique key use `get_result`, not `first`: `first` adds `LIMIT ?`, and SQLite
-// re-prepares a statement whose LIMIT is a bound parameter on every execution (the planner reads
-// the bound value), which defeats diesel's statement cache: a full SQL parse per read.
-
-/// Only active courses: a literal (not a bound parameter) so SQLite can use the partial indexes.
-fn is_active() -> diesel::expression::SqlLiteral<diesel::sql_types::Bool> {
-    diesel::dsl::sql::<diesel::sql_types::Bool>("archived = 0")
-}
-
-impl CourseStore for SqliteStore {
-    fn insert(&self, course: &Course, provenance: &Provenance) -> Result<(), WriteError> {
-        let row = CourseRow::from_course(course)?;
-        let provenance = provenance.clone();
-        self.write("cannot insert a course", move |connection| {
-            diesel::insert_into(courses::table).values(&row).execute(connection)?;
-            record_history(connection, None, &row, &provenance)
-        })
-    }
-
-    fn insert_idempotent(
-        &self,
-        course: &Course,
-        key: &IdempotencyKey,
-        fingerprint: &str,
-        provenance: &Provenance,
-    ) -> Result<IdempotentInsert, WriteError> {
-        let row = CourseRow::from_course(course)?;
-        let created_at = row.created_at.clone();
-        let (key, fingerprint, provenance) = (key.clone(), fingerprint.to_owned(), provenance.clone());
-        // The writer's transaction is immediate: the write lock is held before the key is read, so
-        // two retries of one key cannot both find it unused.
-        let outcome = self.write("cannot insert a course idempotently", move |connection| {
-            let previous: Option<(String, String)> = course_creations::table
-                .find(key.as_str())
-                .select((course_creations::fingerprint, course_creations::course_id))
-                .get_result(connection)
-                .optional()?;
-            if let Some((previous_fingerprint, course_id)) = previous {
-                if previous_fingerprint != fingerprint {
-                    return Ok(Err(IdempotentInsert::KeyReused));
-                }
-                let original: CourseRow = courses::table
-                    .filter(courses::id.eq(course_id))
-                    .select(CourseRow::as_select())
-                    .get_result(connection)?;
-                return Ok(Err(IdempotentInsert::Replayed(
-                    original
-                        .into_course()
-                        .map_err(|_| DieselError::QueryBuilderError("a stored course is invalid".into()))?,
-                )));
-            }
-            diesel::insert_into(courses::table).values(&row).execute(connection)?;
-            record_history(connection, None, &row, &provenance)?;
-            diesel::insert_into(course_creations::table)
-                .values((
-                    course_creations::idempotency_key.eq(key.as_str()),
-                    course_creations::fingerprint.eq(&fingerprint),
-                    course_creations::course_id.eq(&row.id),
-                    course_creations::created_at.eq(&created_at),
-                ))
-                .execute(connection)?;
-            Ok::<_, DieselError>(Ok(()))
-        })?;
-        Ok(match outcome {
-            Ok(()) => IdempotentInsert::Inserted,
-            Err(earlier) => earlier,
-        })
-    }
-
-    fn replace(&self, before: &Course, after: &Course, provenance: &Provenance) -> Result<Replaced, WriteError> {
-        let before = CourseRow::from_course(before)?;
-        let row = CourseRow::from_course(after)?;
-        let provenance = provenance.clone();
-        self.write("cannot update a course", move |connection| {
-            let updated = diesel::update(courses::table)
-                .filter(courses::id.eq(&row.id))
-                .filter(courses::version.eq(before.version))
-                .set(&row)
-                .execute(connection)?;
-            if updated != 1 {
-                return Ok(Replaced::Stale);
-            }
-            record_history(connection, Some(&before), &row, &provenance)?;
-            Ok(Replaced::Done)
-        })
-    }
-
-    fn find(&self, id: CourseId) -> Result<Option<Course>, StoreError> {
-        courses::table
-            .filter(courses::id.eq(id.to_string()))
-            .select(CourseRow::as_select())
-            .get_result(&mut self.connection()?)
-            .optional()
-            .map_err(|error| StoreError::new("cannot read a course", error))?
-            .map(CourseRow::into_course)
-            .transpose()
-    }
-
-    fn active_page(&self, after: Option<PageCursor>, limit: usize) -> Result<Vec<(Course, PageCursor)>, StoreError> {
-        let limit = i64::try_from(limit).map_err(|error| StoreError::new("page size out of range", error))?;
-        let after = after
-            .map_or(Ok(0), |cursor| i64::try_from(cursor.position()))
-            .map_err(|error| StoreError::new("cursor out of range", error))?;
-        let rows: Vec<(i64, CourseRow)> = courses::table
-            .filter(is_active())
-            .filter(courses::position.gt(after))
-            .order(courses::position.asc())
-            .limit(limit)
-            .select((courses::position, CourseRow::as_select()))
-            .load(&mut self.connection()?)
-            .map_err(|error| StoreError::new("cannot read a catalog page", error))?;
-        rows.into_iter()
-            .map(|(position, row)| {
-                let position = u64::try_from(position).map_err(|error| StoreError::new("negative position", error))?;
-                Ok((row.into_course()?, PageCursor::after_position(position)))
-            })
-            .collect()
-    }
-
-    fn history_page(
-        &self,
-        course: &Course,
-        before: Option<PageCursor>,
-        limit: usize,
-    ) -> Result<Vec<(HistoryEntry, PageCursor)>, StoreError> {
-        let limit = i64::try_from(limit).map_err(|error| StoreError::new("page size out of range", error))?;
-        let before = before
-            .map_or(Ok(i64::MAX), |cursor| i64::try_from(cursor.position()))
-            .map_err(|error| StoreError::new("cursor out of range", error))?;
-        let rows: Vec<HistoryRow> = course_history::table
-            .filter(course_history::course_id.eq(course.id().to_string()))
-            .filter(course_history::seq.lt(before))
-            .order(course_history::seq.desc())
-            .limit(limit)
-            .select(HistoryRow::as_select())
-            .load(&mut self.connection()?)
-            .map_err(|error| StoreError::new("cannot read a course's history", error))?;
-        rows.into_iter().map(|row| row.into_entry(course)).collect()
+    /// In the writer's next batch. Its transaction is immediate: the write lock is held before
+    /// anything is read, so the shared statements need no lock of their own, and other processes
+    /// learn of the change from the file (ADR 0030), with no notice.
+    fn run_write<T>(&self, context: &'static str, _change: ChangeSummary, write: impl SharedWrite<T>) -> WriteResult<T>
+    where
+        T: Written + Send + 'static,
+    {
+        self.write(context, move |connection| write(&mut SqlConnection::Sqlite(connection)))
     }
 
     /// A local file, indexed reads of at most one page (100 courses), and WAL: a reader never
@@ -708,133 +341,27 @@ impl CourseStore for SqliteStore {
         self.file.has_room()
     }
 
-    fn follow_changes(&self, on_change: Box<dyn Fn(RemoteChange) + Send>) -> Option<ChangeFollower> {
-        Some(SqliteStore::follow_changes(self, on_change))
-    }
-
-    fn pool_status(&self) -> crate::PoolStatus {
-        let state = self.pool.state();
-        crate::PoolStatus {
-            max_size: self.pool.max_size(),
-            connections: state.connections,
-            idle: state.idle_connections,
-        }
-    }
-
-    fn count_active(&self) -> Result<u64, StoreError> {
-        let count: i64 = catalog_counters::table
-            .select(catalog_counters::active_courses)
-            .get_result(&mut self.connection()?)
-            .map_err(|error| StoreError::new("cannot count the catalog", error))?;
-        u64::try_from(count).map_err(|error| StoreError::new("negative count", error))
-    }
-
-    fn search_active(&self, key: &str, limit: usize) -> Result<Vec<Course>, StoreError> {
-        let sql_limit = i64::try_from(limit).map_err(|error| StoreError::new("limit out of range", error))?;
-        let connection = &mut self.connection()?;
-        let search_error = |error| StoreError::new("cannot search the catalog", error);
-        let mut found: Vec<CourseRow> = Vec::new();
-        // 1. Ids starting with the key: a range on the unique index of `id` (ids are lowercase hex and '-').
-        if key.bytes().all(|byte| byte.is_ascii_hexdigit() || byte == b'-') {
-            found.extend(
-                courses::table
-                    .filter(is_active())
-                    .filter(courses::id.ge(key))
-                    .filter(courses::id.lt(format!("{key}~")))
-                    .order(courses::id.asc())
-                    .limit(sql_limit)
-                    .select(CourseRow::as_select())
-                    .load(connection)
-                    .map_err(search_error)?,
-            );
-        }
-        // 2. Title keys starting with the key: a range on the partial unique index of active title keys.
-        if found.len() < limit {
-            found.extend(
-                courses::table
-                    .filter(is_active())
-                    .filter(courses::title_key.ge(key))
-                    .filter(courses::title_key.lt(format!("{key}\u{10FFFF}")))
-                    .order(courses::title_key.asc())
-                    .limit(sql_limit)
-                    .select(CourseRow::as_select())
-                    .load(connection)
-                    .map_err(search_error)?,
-            );
-        }
-        // 3. Title keys containing the key: the trigram index (it needs three characters).
-        if found.len() < limit && key.chars().count() >= 3 {
-            let phrase = format!("\"{}\"", key.replace('"', "\"\""));
-            found.extend(
-                diesel::sql_query(
-                    "SELECT courses.id, courses.title, courses.title_key, courses.workload_hours, courses.archived, \
-                            courses.version, courses.created_at, courses.updated_at \
-                     FROM courses_title_search JOIN courses ON courses.position = courses_title_search.rowid \
-                     WHERE courses_title_search MATCH ? AND courses.archived = 0 \
-                     LIMIT ?",
-                )
-                .bind::<diesel::sql_types::Text, _>(phrase)
-                .bind::<diesel::sql_types::BigInt, _>(sql_limit.saturating_mul(2))
-                .load::<CourseRow>(connection)
-                .map_err(search_error)?,
-            );
-        }
-        let mut seen = std::collections::HashSet::new();
-        found.into_iter().filter(|row| seen.insert(row.id.clone())).take(limit).map(CourseRow::into_course).collect()
+    fn follow_changes(&self, on_change: Box<dyn Fn(RemoteChange) + Send>) -> ChangeFollower {
+        SqliteStore::follow_changes(self, on_change)
     }
 }
 
-/// Brings the stored title keys to today's comparison-key rule, in the transaction that migrated
-/// the database (ADR 0025): nothing to do when they are already at it.
-fn bring_title_keys_to_rule(connection: &mut SqliteConnection) -> Result<(), DieselError> {
-    use crate::course_title::{COMPARISON_KEY_RULE, StoredKey, plan_rekey, transient_key};
-
-    let version: i64 = title_key_rule::table.select(title_key_rule::version).get_result(connection)?;
-    if version >= COMPARISON_KEY_RULE {
-        if version > COMPARISON_KEY_RULE {
-            tracing::warn!(
-                version,
-                ours = COMPARISON_KEY_RULE,
-                "the title keys were computed by a newer rule than this program's"
-            );
-        }
-        return Ok(());
-    }
-    let stored: Vec<(String, String, String, bool)> = courses::table
-        .order(courses::position.asc())
-        .select((courses::id, courses::title, courses::title_key, courses::archived))
-        .load(connection)?;
-    let rekey = plan_rekey(stored.into_iter().map(|(id, title, key, archived)| StoredKey {
-        id,
-        title,
-        key,
-        active: !archived,
-    }));
-    // Two passes, so that no course takes a key another still holds.
-    for (id, _) in &rekey.changes {
-        diesel::update(courses::table.filter(courses::id.eq(id)))
-            .set(courses::title_key.eq(transient_key(id)))
-            .execute(connection)?;
-    }
-    for (id, key) in &rekey.changes {
-        diesel::update(courses::table.filter(courses::id.eq(id)))
-            .set(courses::title_key.eq(key))
-            .execute(connection)?;
-    }
-    diesel::update(title_key_rule::table).set(title_key_rule::version.eq(COMPARISON_KEY_RULE)).execute(connection)?;
-    for (course, earlier) in &rekey.duplicates {
-        tracing::warn!(
-            course,
-            same_title_as = earlier,
-            "two active courses have the same title under the title rule of ADR 0025: rename or archive one"
-        );
-    }
-    tracing::info!(
-        from = version,
-        to = COMPARISON_KEY_RULE,
-        changed = rekey.changes.len(),
-        duplicates = rekey.duplicates.len(),
-        "title keys recomputed"
-    );
-    Ok(())
+/// SQLite's own third step of a search: active courses whose title key contains `key`, through
+/// the trigram full-text index `courses_title_search` (external content over `courses`).
+pub(crate) fn title_keys_containing(
+    connection: &mut SqliteConnection,
+    key: &str,
+    limit: i64,
+) -> QueryResult<Vec<CourseRow>> {
+    let phrase = format!("\"{}\"", key.replace('"', "\"\""));
+    diesel::sql_query(
+        "SELECT courses.id, courses.title, courses.title_key, courses.workload_hours, courses.archived, \
+                courses.version, courses.created_at, courses.updated_at \
+         FROM courses_title_search JOIN courses ON courses.position = courses_title_search.rowid \
+         WHERE courses_title_search MATCH ? AND courses.archived = 0 \
+         LIMIT ?",
+    )
+    .bind::<diesel::sql_types::Text, _>(phrase)
+    .bind::<diesel::sql_types::BigInt, _>(limit)
+    .load::<CourseRow>(connection)
 }

@@ -6,7 +6,10 @@
 
 use std::error::Error as StdError;
 
-use crate::{Course, CourseId, HistoryEntry, PageCursor, Provenance};
+use crate::{
+    Course, CourseId, CourseRevision, CreationFingerprint, HistoryEntry, IdempotencyKey, PageCursor, Provenance,
+    TitleSearchKey,
+};
 
 /// A failure of the storage itself (I/O, a corrupt file, a pool timeout): never the caller's fault.
 ///
@@ -137,25 +140,25 @@ pub trait CourseStore: Send + Sync + std::fmt::Debug + 'static {
     /// [`WriteError::DuplicateTitle`], or [`WriteError::Store`].
     fn insert(&self, course: &Course, provenance: &Provenance) -> Result<(), WriteError>;
 
-    /// Stores a new course under an idempotency key, unless the key was used before; `fingerprint`
-    /// identifies what was asked for. Key and course are written in one transaction.
+    /// Stores a new course under an idempotency key, unless the key was used before with this
+    /// `fingerprint` (a replay) or another (a reuse). Key and course are written in one transaction.
     ///
     /// # Errors
     /// [`WriteError::DuplicateTitle`] (the key stays unused), or [`WriteError::Store`].
     fn insert_idempotent(
         &self,
         course: &Course,
-        key: &crate::IdempotencyKey,
-        fingerprint: &str,
+        key: &IdempotencyKey,
+        fingerprint: &CreationFingerprint,
         provenance: &Provenance,
     ) -> Result<IdempotentInsert, WriteError>;
 
-    /// Replaces `before` by its next revision `after` (same id), only if the stored course is still
-    /// at `before.version()`.
+    /// Writes `revision`'s new course, only if the stored course is still at the revision's
+    /// [`expected_version`](CourseRevision::expected_version).
     ///
     /// # Errors
     /// [`WriteError::DuplicateTitle`], or [`WriteError::Store`].
-    fn replace(&self, before: &Course, after: &Course, provenance: &Provenance) -> Result<Replaced, WriteError>;
+    fn replace(&self, revision: &CourseRevision, provenance: &Provenance) -> Result<Replaced, WriteError>;
 
     /// The course with this id, archived or not.
     ///
@@ -188,14 +191,13 @@ pub trait CourseStore: Send + Sync + std::fmt::Debug + 'static {
     /// [`StoreError`] when the storage fails.
     fn count_active(&self) -> Result<u64, StoreError>;
 
-    /// Up to `limit` active courses matching a non-empty comparison key
-    /// ([`comparison_key_of`](crate::comparison_key_of)), best matches first: id starting with
-    /// `key`, then title key starting with `key`, then (for keys of three characters or more)
-    /// title key containing `key`. Each kind is served by an index.
+    /// Up to `limit` active courses matching `key`, best matches first: id starting with `key`,
+    /// then title key starting with `key`, then (for keys of three characters or more) title key
+    /// containing `key`. Each kind is served by an index.
     ///
     /// # Errors
     /// [`StoreError`] when the storage fails.
-    fn search_active(&self, key: &str, limit: usize) -> Result<Vec<Course>, StoreError>;
+    fn search_active(&self, key: &TitleSearchKey, limit: usize) -> Result<Vec<Course>, StoreError>;
 
     /// Whether the [`Catalog`](crate::Catalog) may run this store's bounded reads (a course, a
     /// page, a history page, the count) on the async runtime's thread instead of the blocking pool.

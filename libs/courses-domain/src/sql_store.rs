@@ -1,0 +1,973 @@
+//! What [`SqliteStore`](crate::SqliteStore) and [`PostgresStore`](crate::PostgresStore) share, once
+//! (ADR 0033): the schema, the rows and their mapping to [`Course`] and [`HistoryEntry`], every
+//! query and write statement, how a write failure is recognised ([`write_error`]), the title
+//! rekey of ADR 0025, and the one implementation of [`CourseStore`], for any [`SqlBackend`].
+//!
+//! Each statement function takes a [`SqlConnection`], a borrowed connection of either backend, and
+//! builds its statement once in the source; `on_backend!` compiles it for each backend (no boxed
+//! queries, no SQL rebuilt per call: diesel's statement caches keep working by type).
+//!
+//! What differs per backend is named: [`SqlBackend`] (implemented in `sqlite.rs` and
+//! `postgres.rs`: how a read gets a connection, how a write runs, the probes), the active-course
+//! predicate ([`ActiveCourses`], each partial index's own text), the stored form of an instant
+//! ([`StoredTimestamp`]), the third step of a search (`title_keys_containing` in each backend's file),
+//! and how a SQLite unique violation is named ([`SqlConnection::name_title_violation`]).
+
+use diesel::backend::Backend;
+use diesel::deserialize::{self, FromSql};
+use diesel::expression::{Expression, ValidGrouping, is_aggregate};
+use diesel::pg::{Pg, PgConnection, PgValue};
+use diesel::prelude::*;
+use diesel::query_builder::{AstPass, QueryFragment, QueryId};
+use diesel::result::{DatabaseErrorInformation, DatabaseErrorKind, Error as DieselError};
+use diesel::serialize::{self, IsNull, Output, ToSql};
+use diesel::sql_types::{Bool, Text, Timestamptz};
+use diesel::sqlite::{Sqlite, SqliteConnection};
+use time::format_description::BorrowedFormatItem;
+use time::macros::format_description;
+use time::{OffsetDateTime, PrimitiveDateTime};
+
+use crate::store::{ChangeFollower, IdempotentInsert, PoolStatus, RemoteChange, Replaced, Unwritable, WriteError};
+use crate::{
+    Course, CourseId, CourseRevision, CourseStore, CourseTitle, CreationFingerprint, HistoryEntry, IdempotencyKey,
+    PageCursor, Provenance, StoreError, TitleSearchKey, WorkloadHours,
+};
+
+/// The partial unique index on active courses' title keys, by the same name on both backends: a
+/// violation of it, and only of it, is [`WriteError::DuplicateTitle`].
+pub(crate) const TITLE_INDEX: &str = "courses_active_title_key";
+
+/// A borrowed connection of either backend: what every shared statement runs on.
+pub(crate) enum SqlConnection<'connection> {
+    /// A SQLite file's connection (a pooled reader, or the writer thread's).
+    Sqlite(&'connection mut SqliteConnection),
+    /// A PostgreSQL connection from the pool.
+    Postgres(&'connection mut PgConnection),
+}
+
+/// Runs `$body` with `$connection` bound to the concrete connection of either backend: one source,
+/// compiled once per backend, so each statement keeps its static type (and diesel's cache by type).
+macro_rules! on_backend {
+    ($connection:expr, |$concrete:ident| $body:expr) => {
+        match $connection {
+            SqlConnection::Sqlite(inner) => {
+                let $concrete = &mut **inner;
+                $body
+            }
+            SqlConnection::Postgres(inner) => {
+                let $concrete = &mut **inner;
+                $body
+            }
+        }
+    };
+}
+
+pub(crate) mod schema {
+    diesel::table! {
+        use diesel::sql_types::*;
+        use super::super::StoredTimestamp;
+
+        courses (position) {
+            position -> BigInt,
+            id -> Text,
+            title -> Text,
+            title_key -> Text,
+            workload_hours -> Integer,
+            archived -> Bool,
+            version -> BigInt,
+            created_at -> StoredTimestamp,
+            updated_at -> StoredTimestamp,
+        }
+    }
+
+    diesel::table! {
+        use diesel::sql_types::*;
+        use super::super::StoredTimestamp;
+
+        course_creations (idempotency_key) {
+            idempotency_key -> Text,
+            fingerprint -> Text,
+            course_id -> Text,
+            created_at -> StoredTimestamp,
+        }
+    }
+
+    diesel::table! {
+        use diesel::sql_types::*;
+        use super::super::StoredTimestamp;
+
+        course_history (seq) {
+            seq -> BigInt,
+            course_id -> Text,
+            author -> Text,
+            tool -> Text,
+            arguments -> Text,
+            before_title -> Nullable<Text>,
+            before_workload_hours -> Nullable<Integer>,
+            before_archived -> Nullable<Bool>,
+            before_version -> Nullable<BigInt>,
+            before_updated_at -> Nullable<StoredTimestamp>,
+            after_title -> Text,
+            after_workload_hours -> Integer,
+            after_archived -> Bool,
+            after_version -> BigInt,
+            after_updated_at -> StoredTimestamp,
+        }
+    }
+
+    diesel::table! {
+        title_key_rule (singleton) {
+            singleton -> Integer,
+            version -> BigInt,
+        }
+    }
+
+    diesel::table! {
+        catalog_counters (singleton) {
+            singleton -> Integer,
+            active_courses -> BigInt,
+        }
+    }
+}
+
+use schema::{catalog_counters, course_creations, course_history, courses, title_key_rule};
+
+/// The SQL type of a stored instant, which each backend keeps its own way (the on-disk formats of
+/// existing databases are kept): SQLite as `TEXT`, RFC 3339 in UTC with milliseconds, fixed width
+/// (text order is time order); PostgreSQL as `timestamptz`. (`pub` only because the `table!`
+/// columns name it; this module is private to the crate.)
+#[derive(Debug, Clone, Copy, Default, diesel::sql_types::SqlType, diesel::query_builder::QueryId)]
+#[diesel(sqlite_type(name = "Text"))]
+#[diesel(postgres_type(oid = 1184, array_oid = 1185))]
+pub struct StoredTimestamp;
+
+/// An instant as the stores read and write it ([`StoredTimestamp`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, diesel::expression::AsExpression, diesel::deserialize::FromSqlRow)]
+#[diesel(sql_type = StoredTimestamp)]
+pub(crate) struct Timestamp(OffsetDateTime);
+
+/// SQLite's stored instants: RFC 3339, UTC, millisecond precision, fixed width.
+const SQLITE_TIMESTAMP_FORMAT: &[BorrowedFormatItem<'static>] =
+    format_description!("[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z");
+
+impl ToSql<StoredTimestamp, Sqlite> for Timestamp {
+    fn to_sql<'bytes>(&'bytes self, out: &mut Output<'bytes, '_, Sqlite>) -> serialize::Result {
+        out.set_value(self.0.to_offset(time::UtcOffset::UTC).format(SQLITE_TIMESTAMP_FORMAT)?);
+        Ok(IsNull::No)
+    }
+}
+
+impl FromSql<StoredTimestamp, Sqlite> for Timestamp {
+    fn from_sql(value: <Sqlite as Backend>::RawValue<'_>) -> deserialize::Result<Self> {
+        let text = <String as FromSql<Text, Sqlite>>::from_sql(value)?;
+        Ok(Self(PrimitiveDateTime::parse(&text, SQLITE_TIMESTAMP_FORMAT)?.assume_utc()))
+    }
+}
+
+impl ToSql<StoredTimestamp, Pg> for Timestamp {
+    fn to_sql<'bytes>(&'bytes self, out: &mut Output<'bytes, '_, Pg>) -> serialize::Result {
+        <OffsetDateTime as ToSql<Timestamptz, Pg>>::to_sql(&self.0, out)
+    }
+}
+
+impl FromSql<StoredTimestamp, Pg> for Timestamp {
+    fn from_sql(value: PgValue<'_>) -> deserialize::Result<Self> {
+        let instant = <OffsetDateTime as FromSql<Timestamptz, Pg>>::from_sql(value)?;
+        Ok(Self(instant.to_offset(time::UtcOffset::UTC)))
+    }
+}
+
+/// `WHERE` only active courses, in the very text of the partial indexes' predicate on each backend
+/// (`archived = 0` on SQLite, `NOT archived` on PostgreSQL), so that both planners use them. A
+/// constant of SQL with a static query id: no bound parameter, no SQL rebuilt per query.
+#[derive(Debug, Clone, Copy, QueryId)]
+pub(crate) struct ActiveCourses;
+
+impl Expression for ActiveCourses {
+    type SqlType = Bool;
+}
+
+impl<GroupBy> ValidGrouping<GroupBy> for ActiveCourses {
+    type IsAggregate = is_aggregate::Never;
+}
+
+impl diesel::AppearsOnTable<courses::table> for ActiveCourses {}
+
+impl QueryFragment<Sqlite> for ActiveCourses {
+    fn walk_ast<'query>(&'query self, mut out: AstPass<'_, 'query, Sqlite>) -> QueryResult<()> {
+        out.push_sql("archived = 0");
+        Ok(())
+    }
+}
+
+impl QueryFragment<Pg> for ActiveCourses {
+    fn walk_ast<'query>(&'query self, mut out: AstPass<'_, 'query, Pg>) -> QueryResult<()> {
+        out.push_sql("NOT archived");
+        Ok(())
+    }
+}
+
+#[derive(Debug, Clone, Queryable, QueryableByName, Selectable, Insertable, AsChangeset)]
+#[diesel(table_name = courses, check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
+pub(crate) struct CourseRow {
+    pub(crate) id: String,
+    pub(crate) title: String,
+    pub(crate) title_key: String,
+    pub(crate) workload_hours: i32,
+    pub(crate) archived: bool,
+    pub(crate) version: i64,
+    pub(crate) created_at: Timestamp,
+    pub(crate) updated_at: Timestamp,
+}
+
+impl CourseRow {
+    pub(crate) fn from_course(course: &Course) -> Result<Self, StoreError> {
+        Ok(Self {
+            id: course.id().to_string(),
+            title: course.title().as_str().to_owned(),
+            title_key: course.title().comparison_key(),
+            workload_hours: i32::from(course.workload_hours().get()),
+            archived: course.is_archived(),
+            version: i64::try_from(course.version()).map_err(|error| StoreError::new("version out of range", error))?,
+            created_at: Timestamp(course.created_at()),
+            updated_at: Timestamp(course.updated_at()),
+        })
+    }
+
+    pub(crate) fn into_course(self) -> Result<Course, StoreError> {
+        let invalid = |_| StoreError::message("a stored course breaks the catalog's rules");
+        Ok(Course::from_stored(
+            CourseId::parse(&self.id).map_err(|_| StoreError::message("a stored course id is invalid"))?,
+            CourseTitle::from_stored(self.title)
+                .map_err(|_| StoreError::message("a stored course title is invalid"))?,
+            WorkloadHours::parse(i64::from(self.workload_hours))
+                .map_err(|_| StoreError::message("a stored workload is invalid"))?,
+            self.archived,
+            u64::try_from(self.version).map_err(invalid)?,
+            self.created_at.0,
+            self.updated_at.0,
+        ))
+    }
+}
+
+/// One revision of a course as the history keeps it (the fields a write can change).
+#[derive(Debug)]
+struct Snapshot {
+    title: String,
+    workload_hours: i32,
+    archived: bool,
+    version: i64,
+    updated_at: Timestamp,
+}
+
+impl Snapshot {
+    fn of(row: &CourseRow) -> Self {
+        Self {
+            title: row.title.clone(),
+            workload_hours: row.workload_hours,
+            archived: row.archived,
+            version: row.version,
+            updated_at: row.updated_at,
+        }
+    }
+
+    /// The course at this revision (id and creation time never change).
+    fn into_course(self, course: &Course) -> Result<Course, StoreError> {
+        CourseRow {
+            id: course.id().to_string(),
+            title_key: String::new(),
+            title: self.title,
+            workload_hours: self.workload_hours,
+            archived: self.archived,
+            version: self.version,
+            created_at: Timestamp(course.created_at()),
+            updated_at: self.updated_at,
+        }
+        .into_course()
+    }
+}
+
+#[derive(Debug, Queryable, Selectable)]
+#[diesel(table_name = course_history, check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
+struct HistoryRow {
+    seq: i64,
+    author: String,
+    tool: String,
+    arguments: String,
+    before_title: Option<String>,
+    before_workload_hours: Option<i32>,
+    before_archived: Option<bool>,
+    before_version: Option<i64>,
+    before_updated_at: Option<Timestamp>,
+    after_title: String,
+    after_workload_hours: i32,
+    after_archived: bool,
+    after_version: i64,
+    after_updated_at: Timestamp,
+}
+
+impl HistoryRow {
+    fn into_entry(self, course: &Course) -> Result<(HistoryEntry, PageCursor), StoreError> {
+        let before = match (
+            self.before_title,
+            self.before_workload_hours,
+            self.before_archived,
+            self.before_version,
+            self.before_updated_at,
+        ) {
+            (None, None, None, None, None) => None,
+            (Some(title), Some(workload_hours), Some(archived), Some(version), Some(updated_at)) => {
+                Some(Snapshot { title, workload_hours, archived, version, updated_at }.into_course(course)?)
+            }
+            _ => return Err(StoreError::message("a stored history entry is incomplete")),
+        };
+        let after = Snapshot {
+            title: self.after_title,
+            workload_hours: self.after_workload_hours,
+            archived: self.after_archived,
+            version: self.after_version,
+            updated_at: self.after_updated_at,
+        }
+        .into_course(course)?;
+        let position = u64::try_from(self.seq).map_err(|error| StoreError::new("negative history position", error))?;
+        let entry = HistoryEntry {
+            recorded_at: after.updated_at(),
+            provenance: Provenance::new(self.author, self.tool, self.arguments),
+            before,
+            after,
+        };
+        Ok((entry, PageCursor::after_position(position)))
+    }
+}
+
+/// A revision, as the rows [`replace`] writes.
+#[derive(Debug, Clone)]
+struct RevisionRows {
+    /// The stored course the write expects (its version is the compare-and-swap key).
+    before: CourseRow,
+    /// Its next revision.
+    after: CourseRow,
+}
+
+impl RevisionRows {
+    fn of(revision: &CourseRevision) -> Result<Self, StoreError> {
+        Ok(Self {
+            before: CourseRow::from_course(revision.before())?,
+            after: CourseRow::from_course(revision.after())?,
+        })
+    }
+}
+
+/// What a write changes, as a backend's locks and change notices need to know it.
+#[derive(Debug, Clone)]
+pub(crate) struct ChangeSummary {
+    /// The course written.
+    pub(crate) course_id: String,
+    /// True when the write adds to or removes from the active set (a creation, an archiving).
+    pub(crate) changes_active_set: bool,
+    /// True when the listing changes: the active set, or a title.
+    pub(crate) changes_listing: bool,
+}
+
+impl ChangeSummary {
+    fn creation(row: &CourseRow) -> Self {
+        Self { course_id: row.id.clone(), changes_active_set: true, changes_listing: true }
+    }
+
+    fn revision(rows: &RevisionRows) -> Self {
+        let changes_active_set = rows.before.archived != rows.after.archived;
+        Self {
+            course_id: rows.after.id.clone(),
+            changes_active_set,
+            changes_listing: changes_active_set || rows.before.title != rows.after.title,
+        }
+    }
+}
+
+/// The outcome of a shared write: whether it wrote anything (so that a change notice is sent).
+pub(crate) trait Written {
+    /// True when the write stored something.
+    fn wrote(&self) -> bool;
+}
+
+impl Written for () {
+    fn wrote(&self) -> bool {
+        true
+    }
+}
+
+impl Written for Replaced {
+    fn wrote(&self) -> bool {
+        *self == Replaced::Done
+    }
+}
+
+impl Written for Result<(), IdempotentInsert> {
+    fn wrote(&self) -> bool {
+        self.is_ok()
+    }
+}
+
+/// The outcome of [`SqlBackend::run_write`].
+pub(crate) type WriteResult<T> = Result<T, WriteError>;
+
+/// Shared statements that read, run on a connection a backend lends ([`SqlBackend::run_read`]).
+pub(crate) trait SharedRead<T>: FnOnce(&mut SqlConnection<'_>) -> Result<T, StoreError> {}
+
+impl<T, Read: FnOnce(&mut SqlConnection<'_>) -> Result<T, StoreError>> SharedRead<T> for Read {}
+
+/// Shared statements that write, run where a backend runs its writes ([`SqlBackend::run_write`]).
+pub(crate) trait SharedWrite<T>: FnOnce(&mut SqlConnection<'_>) -> QueryResult<T> + Send + 'static {}
+
+impl<T, Write: FnOnce(&mut SqlConnection<'_>) -> QueryResult<T> + Send + 'static> SharedWrite<T> for Write {}
+
+/// What differs between the two SQL stores, and only that (ADR 0033): how a read gets a
+/// connection, how a write is run (SQLite: the writer thread's batches; PostgreSQL: a transaction
+/// with the creation lock and a change notice), and the store-level probes. Every statement is in
+/// this module; [`CourseStore`] is implemented once, for both, on top of this.
+pub(crate) trait SqlBackend: Send + Sync + std::fmt::Debug + 'static {
+    /// The backend's connection type.
+    type Connection: diesel::r2d2::R2D2Connection + 'static;
+
+    /// The pool of read connections, which [`CourseStore::pool_status`] reports on.
+    fn pool(&self) -> &diesel::r2d2::Pool<diesel::r2d2::ConnectionManager<Self::Connection>>;
+
+    /// Runs `read` on a connection of the pool.
+    ///
+    /// # Errors
+    /// [`StoreError`] when no connection is available, or `read`'s own.
+    fn run_read<T>(&self, read: impl SharedRead<T>) -> Result<T, StoreError>;
+
+    /// Runs `write`, a write described by `change`, atomically, with the backend's own locks and
+    /// notices; `context` names it in a store failure.
+    ///
+    /// # Errors
+    /// [`WriteError`]: a duplicate title (by [`write_error`]), an unwritable store, a failure.
+    fn run_write<T>(&self, context: &'static str, change: ChangeSummary, write: impl SharedWrite<T>) -> WriteResult<T>
+    where
+        T: Written + Send + 'static;
+
+    /// [`CourseStore::reads_inline`]; by default false, as for any store behind a network.
+    fn reads_inline(&self) -> bool {
+        false
+    }
+
+    /// [`CourseStore::writable`]; by default `Ok`, for a store that reports these failures per write.
+    ///
+    /// # Errors
+    /// [`Unwritable`] naming the reason.
+    fn writable(&self) -> Result<(), Unwritable> {
+        Ok(())
+    }
+
+    /// [`CourseStore::follow_changes`].
+    fn follow_changes(&self, on_change: Box<dyn Fn(RemoteChange) + Send>) -> ChangeFollower;
+}
+
+impl<Store: SqlBackend> CourseStore for Store {
+    fn insert(&self, course: &Course, provenance: &Provenance) -> Result<(), WriteError> {
+        let row = CourseRow::from_course(course)?;
+        let provenance = provenance.clone();
+        self.run_write("cannot insert a course", ChangeSummary::creation(&row), move |connection| {
+            insert(connection, &row, &provenance)
+        })
+    }
+
+    fn insert_idempotent(
+        &self,
+        course: &Course,
+        key: &IdempotencyKey,
+        fingerprint: &CreationFingerprint,
+        provenance: &Provenance,
+    ) -> Result<IdempotentInsert, WriteError> {
+        let row = CourseRow::from_course(course)?;
+        let change = ChangeSummary::creation(&row);
+        let (key, fingerprint, provenance) = (key.clone(), fingerprint.clone(), provenance.clone());
+        // Each backend makes the key's lookup and the insert one step (SQLite: the writer's
+        // immediate transaction; PostgreSQL: the creation lock), so two retries of one key cannot
+        // both find it unused.
+        let outcome = self.run_write("cannot insert a course idempotently", change, move |connection| {
+            insert_idempotent(connection, &row, &key, &fingerprint, &provenance)
+        })?;
+        Ok(match outcome {
+            Ok(()) => IdempotentInsert::Inserted,
+            Err(earlier) => earlier,
+        })
+    }
+
+    fn replace(&self, revision: &CourseRevision, provenance: &Provenance) -> Result<Replaced, WriteError> {
+        let rows = RevisionRows::of(revision)?;
+        let provenance = provenance.clone();
+        self.run_write("cannot update a course", ChangeSummary::revision(&rows), move |connection| {
+            replace(connection, &rows, &provenance)
+        })
+    }
+
+    fn find(&self, id: CourseId) -> Result<Option<Course>, StoreError> {
+        self.run_read(|connection| find(connection, id))
+    }
+
+    fn active_page(&self, after: Option<PageCursor>, limit: usize) -> Result<Vec<(Course, PageCursor)>, StoreError> {
+        self.run_read(|connection| active_page(connection, after, limit))
+    }
+
+    fn history_page(
+        &self,
+        course: &Course,
+        before: Option<PageCursor>,
+        limit: usize,
+    ) -> Result<Vec<(HistoryEntry, PageCursor)>, StoreError> {
+        self.run_read(|connection| history_page(connection, course, before, limit))
+    }
+
+    fn count_active(&self) -> Result<u64, StoreError> {
+        self.run_read(count_active)
+    }
+
+    fn search_active(&self, key: &TitleSearchKey, limit: usize) -> Result<Vec<Course>, StoreError> {
+        self.run_read(|connection| search_active(connection, key, limit))
+    }
+
+    fn reads_inline(&self) -> bool {
+        SqlBackend::reads_inline(self)
+    }
+
+    fn writable(&self) -> Result<(), Unwritable> {
+        SqlBackend::writable(self)
+    }
+
+    fn pool_status(&self) -> PoolStatus {
+        let pool = self.pool();
+        let state = pool.state();
+        PoolStatus { max_size: pool.max_size(), connections: state.connections, idle: state.idle_connections }
+    }
+
+    fn follow_changes(&self, on_change: Box<dyn Fn(RemoteChange) + Send>) -> Option<ChangeFollower> {
+        Some(SqlBackend::follow_changes(self, on_change))
+    }
+}
+
+impl SqlConnection<'_> {
+    /// `error`, the failure of a statement writing `row`, with the title index named when it is a
+    /// violation of that index. PostgreSQL names the constraint itself. SQLite's extended code
+    /// (`SQLITE_CONSTRAINT_UNIQUE`) does not say which index, and diesel keeps only that code and
+    /// the message, so the store asks, in the same transaction (SQLite rolled back only the failed
+    /// statement; the writer holds the write lock, so nothing changed since): is there another
+    /// active course with this title key? Only then was it the title index (ADR 0033).
+    fn name_title_violation(&mut self, error: DieselError, row: &CourseRow) -> DieselError {
+        let Self::Sqlite(connection) = self else { return error };
+        let DieselError::DatabaseError(DatabaseErrorKind::UniqueViolation, information) = error else { return error };
+        if row.archived {
+            return DieselError::DatabaseError(DatabaseErrorKind::UniqueViolation, information);
+        }
+        let holder = courses::table
+            .filter(ActiveCourses)
+            .filter(courses::title_key.eq(&row.title_key))
+            .filter(courses::id.ne(&row.id))
+            .select(courses::id)
+            .get_result::<String>(&mut **connection)
+            .optional();
+        let constraint = match holder {
+            Ok(Some(_)) => Some(TITLE_INDEX),
+            Ok(None) => None,
+            Err(check) => {
+                tracing::warn!(error = %check, "cannot tell which unique index a write violated");
+                None
+            }
+        };
+        DieselError::DatabaseError(
+            DatabaseErrorKind::UniqueViolation,
+            Box::new(NamedViolation { message: information.message().to_owned(), constraint }),
+        )
+    }
+}
+
+/// A unique violation with the constraint the store found it to be (SQLite, see
+/// [`SqlConnection::name_title_violation`]).
+#[derive(Debug)]
+struct NamedViolation {
+    message: String,
+    constraint: Option<&'static str>,
+}
+
+impl DatabaseErrorInformation for NamedViolation {
+    fn message(&self) -> &str {
+        &self.message
+    }
+    fn details(&self) -> Option<&str> {
+        None
+    }
+    fn hint(&self) -> Option<&str> {
+        None
+    }
+    fn table_name(&self) -> Option<&str> {
+        Some("courses")
+    }
+    fn column_name(&self) -> Option<&str> {
+        None
+    }
+    fn constraint_name(&self) -> Option<&str> {
+        self.constraint
+    }
+    fn statement_position(&self) -> Option<i32> {
+        None
+    }
+}
+
+/// The failure of a write, as the catalog sees it: a violation of [`TITLE_INDEX`] (by its name,
+/// never by message text) is [`WriteError::DuplicateTitle`]; anything else is a store failure.
+pub(crate) fn write_error(context: &'static str, error: DieselError) -> WriteError {
+    match &error {
+        DieselError::DatabaseError(DatabaseErrorKind::UniqueViolation, information)
+            if information.constraint_name() == Some(TITLE_INDEX) =>
+        {
+            WriteError::DuplicateTitle
+        }
+        _ => WriteError::Store(StoreError::new(context, error)),
+    }
+}
+
+/// Inserts a new course and its history entry.
+fn insert(connection: &mut SqlConnection<'_>, row: &CourseRow, provenance: &Provenance) -> QueryResult<()> {
+    let inserted =
+        on_backend!(connection, |concrete| diesel::insert_into(courses::table).values(row).execute(concrete));
+    inserted.map_err(|error| connection.name_title_violation(error, row))?;
+    record_history(connection, None, row, provenance)
+}
+
+/// Inserts a new course under `key` unless the key was used before. The caller holds whatever
+/// makes the key's lookup and the insert one step (SQLite's write lock, PostgreSQL's creation
+/// lock). `Ok(Err(earlier))` when the key was used: nothing was written.
+fn insert_idempotent(
+    connection: &mut SqlConnection<'_>,
+    row: &CourseRow,
+    key: &IdempotencyKey,
+    fingerprint: &CreationFingerprint,
+    provenance: &Provenance,
+) -> QueryResult<Result<(), IdempotentInsert>> {
+    let previous: Option<(String, String)> = on_backend!(connection, |concrete| course_creations::table
+        .find(key.as_str())
+        .select((course_creations::fingerprint, course_creations::course_id))
+        .get_result(concrete)
+        .optional())?;
+    if let Some((previous_fingerprint, course_id)) = previous {
+        if previous_fingerprint != fingerprint.as_str() {
+            return Ok(Err(IdempotentInsert::KeyReused));
+        }
+        let original: CourseRow = on_backend!(connection, |concrete| courses::table
+            .filter(courses::id.eq(&course_id))
+            .select(CourseRow::as_select())
+            .get_result(concrete))?;
+        return Ok(Err(IdempotentInsert::Replayed(
+            original.into_course().map_err(|_| DieselError::QueryBuilderError("a stored course is invalid".into()))?,
+        )));
+    }
+    insert(connection, row, provenance)?;
+    on_backend!(connection, |concrete| diesel::insert_into(course_creations::table)
+        .values((
+            course_creations::idempotency_key.eq(key.as_str()),
+            course_creations::fingerprint.eq(fingerprint.as_str()),
+            course_creations::course_id.eq(&row.id),
+            course_creations::created_at.eq(&row.created_at),
+        ))
+        .execute(concrete))?;
+    Ok(Ok(()))
+}
+
+/// Replaces the stored course by the revision's next one if it is still at the expected version
+/// (a compare-and-swap: `UPDATE ... WHERE id = ? AND version = ?`), with its history entry.
+fn replace(
+    connection: &mut SqlConnection<'_>,
+    revision: &RevisionRows,
+    provenance: &Provenance,
+) -> QueryResult<Replaced> {
+    let (before, after) = (&revision.before, &revision.after);
+    let updated = on_backend!(connection, |concrete| diesel::update(courses::table)
+        .filter(courses::id.eq(&after.id))
+        .filter(courses::version.eq(before.version))
+        .set(after)
+        .execute(concrete));
+    if updated.map_err(|error| connection.name_title_violation(error, after))? != 1 {
+        return Ok(Replaced::Stale);
+    }
+    record_history(connection, Some(before), after, provenance)?;
+    Ok(Replaced::Done)
+}
+
+/// Appends the history entry of a write from `before` (none for a creation) to `after`.
+fn record_history(
+    connection: &mut SqlConnection<'_>,
+    before: Option<&CourseRow>,
+    after: &CourseRow,
+    provenance: &Provenance,
+) -> QueryResult<()> {
+    let before = before.map(Snapshot::of);
+    let values = (
+        course_history::course_id.eq(&after.id),
+        course_history::author.eq(provenance.author()),
+        course_history::tool.eq(provenance.tool()),
+        course_history::arguments.eq(provenance.arguments()),
+        course_history::before_title.eq(before.as_ref().map(|snapshot| snapshot.title.as_str())),
+        course_history::before_workload_hours.eq(before.as_ref().map(|snapshot| snapshot.workload_hours)),
+        course_history::before_archived.eq(before.as_ref().map(|snapshot| snapshot.archived)),
+        course_history::before_version.eq(before.as_ref().map(|snapshot| snapshot.version)),
+        course_history::before_updated_at.eq(before.as_ref().map(|snapshot| snapshot.updated_at)),
+        course_history::after_title.eq(&after.title),
+        course_history::after_workload_hours.eq(after.workload_hours),
+        course_history::after_archived.eq(after.archived),
+        course_history::after_version.eq(after.version),
+        course_history::after_updated_at.eq(&after.updated_at),
+    );
+    on_backend!(connection, |concrete| diesel::insert_into(course_history::table).values(&values).execute(concrete))
+        .map(|_| ())
+}
+
+// Lookups by a unique key use `get_result`, not `first`: `first` adds `LIMIT ?`, and SQLite
+// re-prepares a statement whose LIMIT is a bound parameter on every execution (the planner reads
+// the bound value), which defeats diesel's statement cache: a full SQL parse per read.
+
+/// The course with this id, archived or not.
+fn find(connection: &mut SqlConnection<'_>, id: CourseId) -> Result<Option<Course>, StoreError> {
+    on_backend!(connection, |concrete| courses::table
+        .filter(courses::id.eq(id.to_string()))
+        .select(CourseRow::as_select())
+        .get_result(concrete)
+        .optional())
+    .map_err(|error| StoreError::new("cannot read a course", error))?
+    .map(CourseRow::into_course)
+    .transpose()
+}
+
+/// Up to `limit` active courses after `after`, in creation order, each with its cursor.
+fn active_page(
+    connection: &mut SqlConnection<'_>,
+    after: Option<PageCursor>,
+    limit: usize,
+) -> Result<Vec<(Course, PageCursor)>, StoreError> {
+    let limit = i64::try_from(limit).map_err(|error| StoreError::new("page size out of range", error))?;
+    let after = after
+        .map_or(Ok(0), |cursor| i64::try_from(cursor.position()))
+        .map_err(|error| StoreError::new("cursor out of range", error))?;
+    let rows: Vec<(i64, CourseRow)> = on_backend!(connection, |concrete| courses::table
+        .filter(ActiveCourses)
+        .filter(courses::position.gt(after))
+        .order(courses::position.asc())
+        .limit(limit)
+        .select((courses::position, CourseRow::as_select()))
+        .load(concrete))
+    .map_err(|error| StoreError::new("cannot read a catalog page", error))?;
+    rows.into_iter()
+        .map(|(position, row)| {
+            let position = u64::try_from(position).map_err(|error| StoreError::new("negative position", error))?;
+            Ok((row.into_course()?, PageCursor::after_position(position)))
+        })
+        .collect()
+}
+
+/// Up to `limit` history entries of `course`, newest first, older than `before`.
+fn history_page(
+    connection: &mut SqlConnection<'_>,
+    course: &Course,
+    before: Option<PageCursor>,
+    limit: usize,
+) -> Result<Vec<(HistoryEntry, PageCursor)>, StoreError> {
+    let limit = i64::try_from(limit).map_err(|error| StoreError::new("page size out of range", error))?;
+    let before = before
+        .map_or(Ok(i64::MAX), |cursor| i64::try_from(cursor.position()))
+        .map_err(|error| StoreError::new("cursor out of range", error))?;
+    let course_id = course.id().to_string();
+    let rows: Vec<HistoryRow> = on_backend!(connection, |concrete| course_history::table
+        .filter(course_history::course_id.eq(&course_id))
+        .filter(course_history::seq.lt(before))
+        .order(course_history::seq.desc())
+        .limit(limit)
+        .select(HistoryRow::as_select())
+        .load(concrete))
+    .map_err(|error| StoreError::new("cannot read a course's history", error))?;
+    rows.into_iter().map(|row| row.into_entry(course)).collect()
+}
+
+/// How many courses are active: the counter the triggers keep.
+fn count_active(connection: &mut SqlConnection<'_>) -> Result<u64, StoreError> {
+    let count: i64 = on_backend!(connection, |concrete| catalog_counters::table
+        .select(catalog_counters::active_courses)
+        .get_result(concrete))
+    .map_err(|error| StoreError::new("cannot count the catalog", error))?;
+    u64::try_from(count).map_err(|error| StoreError::new("negative count", error))
+}
+
+/// Up to `limit` active courses matching `key`, best first: id starting with the key, then title
+/// key starting with it (ranges on unique indexes, both backends), then title key containing it
+/// (each backend's own text index: `containing`, for keys of three characters or more).
+fn search_active(
+    connection: &mut SqlConnection<'_>,
+    key: &TitleSearchKey,
+    limit: usize,
+) -> Result<Vec<Course>, StoreError> {
+    let key = key.as_str();
+    if key.contains('\0') {
+        // No title key holds NUL (titles refuse control characters), and PostgreSQL text cannot.
+        return Ok(Vec::new());
+    }
+    let sql_limit = i64::try_from(limit).map_err(|error| StoreError::new("limit out of range", error))?;
+    let search_error = |error| StoreError::new("cannot search the catalog", error);
+    let mut found: Vec<CourseRow> = Vec::new();
+    // 1. Ids starting with the key: a range on the unique index of `id` (ids are lowercase hex and
+    //    '-'; PostgreSQL's `id` has the "C" collation, byte order, as SQLite's).
+    if key.bytes().all(|byte| byte.is_ascii_hexdigit() || byte == b'-') {
+        let id_end = format!("{key}~");
+        found.extend(
+            on_backend!(connection, |concrete| courses::table
+                .filter(ActiveCourses)
+                .filter(courses::id.ge(key))
+                .filter(courses::id.lt(&id_end))
+                .order(courses::id.asc())
+                .limit(sql_limit)
+                .select(CourseRow::as_select())
+                .load(concrete))
+            .map_err(search_error)?,
+        );
+    }
+    // 2. Title keys starting with the key: a range on the partial unique index of active title keys.
+    if found.len() < limit {
+        let key_end = format!("{key}\u{10FFFF}");
+        found.extend(
+            on_backend!(connection, |concrete| courses::table
+                .filter(ActiveCourses)
+                .filter(courses::title_key.ge(key))
+                .filter(courses::title_key.lt(&key_end))
+                .order(courses::title_key.asc())
+                .limit(sql_limit)
+                .select(CourseRow::as_select())
+                .load(concrete))
+            .map_err(search_error)?,
+        );
+    }
+    // 3. Title keys containing the key: the backend's text index (it needs three characters).
+    if found.len() < limit && key.chars().count() >= 3 {
+        let containing = match connection {
+            SqlConnection::Sqlite(connection) => {
+                crate::sqlite::title_keys_containing(connection, key, sql_limit.saturating_mul(2))
+            }
+            SqlConnection::Postgres(connection) => {
+                crate::postgres::title_keys_containing(connection, key, sql_limit.saturating_mul(2))
+            }
+        };
+        found.extend(containing.map_err(search_error)?);
+    }
+    let mut seen = std::collections::HashSet::new();
+    found.into_iter().filter(|row| seen.insert(row.id.clone())).take(limit).map(CourseRow::into_course).collect()
+}
+
+/// Brings the stored title keys to today's comparison-key rule, in the transaction that migrated
+/// the database (ADR 0025): nothing to do when they are already at it.
+pub(crate) fn bring_title_keys_to_rule(connection: &mut SqlConnection<'_>) -> QueryResult<()> {
+    use crate::course_title::{COMPARISON_KEY_RULE, StoredKey, plan_rekey, transient_key};
+
+    let version: i64 =
+        on_backend!(connection, |concrete| title_key_rule::table.select(title_key_rule::version).get_result(concrete))?;
+    if version >= COMPARISON_KEY_RULE {
+        if version > COMPARISON_KEY_RULE {
+            tracing::warn!(
+                version,
+                ours = COMPARISON_KEY_RULE,
+                "the title keys were computed by a newer rule than this program's"
+            );
+        }
+        return Ok(());
+    }
+    let stored: Vec<(String, String, String, bool)> = on_backend!(connection, |concrete| courses::table
+        .order(courses::position.asc())
+        .select((courses::id, courses::title, courses::title_key, courses::archived))
+        .load(concrete))?;
+    let rekey = plan_rekey(stored.into_iter().map(|(id, title, key, archived)| StoredKey {
+        id,
+        title,
+        key,
+        active: !archived,
+    }));
+    let set_key = |connection: &mut SqlConnection<'_>, id: &str, key: &str| {
+        on_backend!(connection, |concrete| diesel::update(courses::table.filter(courses::id.eq(id)))
+            .set(courses::title_key.eq(key))
+            .execute(concrete))
+    };
+    // Two passes, so that no course takes a key another still holds.
+    for (id, _) in &rekey.changes {
+        set_key(connection, id, &transient_key(id))?;
+    }
+    for (id, key) in &rekey.changes {
+        set_key(connection, id, key)?;
+    }
+    on_backend!(connection, |concrete| diesel::update(title_key_rule::table)
+        .set(title_key_rule::version.eq(COMPARISON_KEY_RULE))
+        .execute(concrete))?;
+    for (course, earlier) in &rekey.duplicates {
+        tracing::warn!(
+            course,
+            same_title_as = earlier,
+            "two active courses have the same title under the title rule of ADR 0025: rename or archive one"
+        );
+    }
+    tracing::info!(
+        from = version,
+        to = COMPARISON_KEY_RULE,
+        changed = rekey.changes.len(),
+        duplicates = rekey.duplicates.len(),
+        "title keys recomputed"
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use diesel::result::{DatabaseErrorKind, Error as DieselError};
+
+    use diesel::prelude::*;
+    use diesel::query_builder::QueryId;
+
+    use super::schema::courses;
+    use super::{ActiveCourses, CourseRow, NamedViolation, TITLE_INDEX, write_error};
+    use crate::WriteError;
+
+    fn has_static_query_id<Query: QueryId>(_: &Query) -> bool {
+        Query::HAS_STATIC_QUERY_ID
+    }
+
+    /// The active-course filter is a constant fragment with a static query id, so diesel caches
+    /// the statements that use it by type; a `sql()` literal (what SQLite used before) has none, and
+    /// makes diesel build the statement's SQL on every execution to look it up.
+    #[test]
+    fn statements_filtered_to_active_courses_keep_a_static_query_id() {
+        let page = courses::table
+            .filter(ActiveCourses)
+            .filter(courses::position.gt(0_i64))
+            .order(courses::position.asc())
+            .limit(100)
+            .select(<CourseRow as SelectableHelper<diesel::sqlite::Sqlite>>::as_select());
+        assert!(has_static_query_id(&page));
+        let literal = courses::table.filter(diesel::dsl::sql::<diesel::sql_types::Bool>("archived = 0"));
+        assert!(!has_static_query_id(&literal));
+    }
+
+    fn unique_violation(
+        information: impl diesel::result::DatabaseErrorInformation + Send + Sync + 'static,
+    ) -> DieselError {
+        DieselError::DatabaseError(DatabaseErrorKind::UniqueViolation, Box::new(information))
+    }
+
+    #[test]
+    fn a_unique_violation_is_a_duplicate_title_by_the_index_name_and_never_by_its_message() {
+        let named = |constraint| NamedViolation {
+            message: "UNIQUE constraint failed: courses.title_key".to_owned(),
+            constraint,
+        };
+        assert!(matches!(write_error("test", unique_violation(named(Some(TITLE_INDEX)))), WriteError::DuplicateTitle));
+        // The message names the column, but no index was named: not recognised from text.
+        assert!(matches!(write_error("test", unique_violation(named(None))), WriteError::Store(_)));
+        assert!(matches!(
+            write_error("test", unique_violation("UNIQUE constraint failed: courses.title_key".to_owned())),
+            WriteError::Store(_)
+        ));
+        assert!(matches!(write_error("test", unique_violation(named(Some("courses_id_key")))), WriteError::Store(_)));
+    }
+}
