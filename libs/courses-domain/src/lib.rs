@@ -23,6 +23,7 @@ mod postgres;
 mod sqlite;
 mod sqlite_file;
 mod sqlite_follow;
+mod sqlite_read_cache;
 mod sqlite_writer;
 mod store;
 mod workload_hours;

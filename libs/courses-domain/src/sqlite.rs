@@ -20,6 +20,7 @@ use time::{OffsetDateTime, PrimitiveDateTime};
 
 use crate::sqlite_file::DatabaseFile;
 use crate::sqlite_follow::OwnWrites;
+use crate::sqlite_read_cache::ReadCache;
 use crate::sqlite_writer::{WriteFailure, Writer};
 use crate::store::{ChangeFollower, IdempotentInsert, RemoteChange, Replaced, Unwritable, WriteError};
 use crate::{
@@ -145,6 +146,8 @@ pub struct SqliteStore {
     own_writes: std::sync::Arc<OwnWrites>,
     /// How the writer's and the follower's connections are set up.
     settings: ConnectionSettings,
+    /// The courses `find` read last, while the file is unchanged (none: `-shm` unreadable).
+    read_cache: Option<std::sync::Arc<ReadCache>>,
     path: PathBuf,
 }
 
@@ -246,8 +249,16 @@ impl SqliteStore {
         let settings = ConnectionSettings { busy_timeout };
         let writer = Writer::start(path, std::sync::Arc::clone(&file), std::sync::Arc::clone(&own_writes), settings)
             .map_err(|error| open_error(error.into()))?;
+        // After the writer: the file is in WAL mode and this process holds its `-shm` open.
+        let read_cache = match ReadCache::open(path) {
+            Ok(cache) => Some(std::sync::Arc::new(cache)),
+            Err(error) => {
+                tracing::warn!(path = %path.display(), %error, "no read cache: the WAL index cannot be read");
+                None
+            }
+        };
         tracing::debug!(path = %path.display(), "course store opened");
-        Ok(Self { pool, writer, file, own_writes, settings, path: path.to_owned() })
+        Ok(Self { pool, writer, file, own_writes, settings, read_cache, path: path.to_owned() })
     }
 
     /// Starts following the changes other processes commit to this file (another app, another
@@ -320,6 +331,12 @@ impl SqliteStore {
         F: FnOnce(&mut SqliteConnection) -> Result<T, DieselError> + Send + 'static,
     {
         self.write("a test write", work)
+    }
+
+    /// Reads `find` served from its cache so far.
+    #[cfg(test)]
+    pub(crate) fn read_cache_hits(&self) -> u64 {
+        self.read_cache.as_ref().map_or(0, |cache| cache.hits())
     }
 
     /// Transactions the writer committed so far (each holds one or more writes).
@@ -613,14 +630,25 @@ impl CourseStore for SqliteStore {
     }
 
     fn find(&self, id: CourseId) -> Result<Option<Course>, StoreError> {
-        courses::table
+        // The file's version before the row (see sqlite_read_cache): never a stale course.
+        let version = self.read_cache.as_ref().and_then(|cache| Some((cache, cache.version()?)));
+        if let Some((cache, version)) = &version
+            && let Some(course) = cache.get(version, id)
+        {
+            return Ok(Some(course));
+        }
+        let found = courses::table
             .filter(courses::id.eq(id.to_string()))
             .select(CourseRow::as_select())
             .get_result(&mut self.connection()?)
             .optional()
             .map_err(|error| StoreError::new("cannot read a course", error))?
             .map(CourseRow::into_course)
-            .transpose()
+            .transpose()?;
+        if let (Some((cache, version)), Some(course)) = (version, &found) {
+            cache.put(version, course);
+        }
+        Ok(found)
     }
 
     fn active_page(&self, after: Option<PageCursor>, limit: usize) -> Result<Vec<(Course, PageCursor)>, StoreError> {
