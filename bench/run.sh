@@ -173,14 +173,15 @@ else
 fi
 
 # post NAME SESSION BODY: one request as wrk sends it; prints "STATUS BODY".
+# (CURL_FILES: where the body and headers go, "$OUT/logs/curl" unless set, for calls in parallel.)
 post() {
-  local name="$1" session="$2" body="$3" key=()
+  local name="$1" session="$2" body="$3" key=() files="${CURL_FILES:-$OUT/logs/curl}"
   [[ "$name" == cursos* ]] && key=(-H "Authorization: Bearer $API_KEY")
-  curl -sS -m 10 -o "$OUT/logs/curl.body" -D "$OUT/logs/curl.headers" -w '%{http_code}' "${key[@]}" \
+  curl -sS -m 10 -o "$files.body" -D "$files.headers" -w '%{http_code}' "${key[@]}" \
     -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
     -H 'MCP-Protocol-Version: 2025-11-25' ${session:+-H "Mcp-Session-Id: $session"} \
     --data-binary "$body" "${URL[$name]}"
-  echo -n " "; cat "$OUT/logs/curl.body"
+  echo -n " "; cat "$files.body"
 }
 
 # open_session NAME: a new session on a stateful server (initialize, then notifications/initialized);
@@ -188,10 +189,22 @@ post() {
 open_session() {
   local name="$1" id
   post "$name" "" '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"0"}}}' >/dev/null
-  id="$(tr -d '\r' < "$OUT/logs/curl.headers" | awk -F': ' 'tolower($1)=="mcp-session-id" {print $2}')"
-  [[ -n "$id" ]] || { log "$name: no Mcp-Session-Id"; cat "$OUT/logs/curl.headers" "$OUT/logs/curl.body" >&2; return 1; }
+  id="$(tr -d '\r' < "${CURL_FILES:-$OUT/logs/curl}.headers" | awk -F': ' 'tolower($1)=="mcp-session-id" {print $2}')"
+  [[ -n "$id" ]] || { log "$name: no Mcp-Session-Id"; cat "${CURL_FILES:-$OUT/logs/curl}".{headers,body} >&2; return 1; }
   post "$name" "$id" '{"jsonrpc":"2.0","method":"notifications/initialized"}' >/dev/null
   echo "$id"
+}
+# open_sessions NAME COUNT: COUNT new sessions, opened 10 at a time; prints their ids, one a line.
+open_sessions() {
+  local name="$1" count="$2" number
+  mkdir -p "$OUT/logs/sessions"
+  for number in $(seq 1 "$count"); do
+    CURL_FILES="$OUT/logs/sessions/$number" open_session "$name" > "$OUT/logs/sessions/$number.id" &
+    (( number % 10 == 0 )) && wait
+  done
+  wait
+  for number in $(seq 1 "$count"); do cat "$OUT/logs/sessions/$number.id"; done
+  rm -rf "$OUT/logs/sessions"
 }
 # close_sessions NAME ID...: DELETE each session (best effort: the TypeScript peer has no DELETE).
 close_sessions() {
@@ -231,16 +244,16 @@ if [[ "$PG_ENABLED" == 1 ]]; then
 fi
 
 # The cells: TARGET MODE OP (server: TARGET-json for json, TARGET-sse for sse and sse1).
+# Grouped by mode, the reads of the servers compared side by side next to each other.
+BASE_JSON=() BASE_SSE=() BASE_SSE1=() PG_CELLS=()
+[[ -n "${BASELINE:-}" ]] && BASE_JSON=("cursos0 json read") BASE_SSE=("cursos0 sse read") BASE_SSE1=("cursos0 sse1 read")
+[[ "$PG_ENABLED" == 1 ]] && PG_CELLS=("cursospg json read" "cursospg json create")
 CELLS=(
-  "cursos json read" "cursos json page" "cursos json create"
-  "cursos sse read" "cursos sse page" "cursos sse create"
-  "cursos sse1 read"
-  "axum json read"
-  "rmcp json read" "rmcp sse read" "rmcp sse1 read"
-  "ts json read" "ts sse read" "ts sse1 read"
+  "cursos json read" "${BASE_JSON[@]}" "rmcp json read" "axum json read" "ts json read"
+  "cursos json page" "cursos json create" "${PG_CELLS[@]}"
+  "cursos sse read" "${BASE_SSE[@]}" "rmcp sse read" "ts sse read" "cursos sse page" "cursos sse create"
+  "cursos sse1 read" "${BASE_SSE1[@]}" "rmcp sse1 read" "ts sse1 read"
 )
-[[ "$PG_ENABLED" == 1 ]] && CELLS+=("cursospg json read" "cursospg json create")
-[[ -n "${BASELINE:-}" ]] && CELLS+=("cursos0 json read" "cursos0 sse read" "cursos0 sse1 read")
 if [[ -n "${ONLY:-}" ]]; then
   mapfile -t CELLS < <(printf '%s\n' "${CELLS[@]}" | grep -E -- "$ONLY" || true)
   (( ${#CELLS[@]} > 0 )) || { log "ONLY='$ONLY' matches no cell"; exit 1; }
@@ -286,8 +299,8 @@ run_cell() { # REP TARGET MODE OP CONNS
   if [[ "$mode" == sse ]]; then
     # One session per connection: wrk has no per-connection hook, so one thread per connection.
     threads="$conns"
-    for _ in $(seq 1 "$conns"); do sessions+=("$(open_session "$name")"); done
-    [[ "${sessions[*]}" != *"  "* && -n "${sessions[0]}" && -n "${sessions[-1]}" ]] || { log "$name: cannot open $conns sessions"; exit 1; }
+    mapfile -t sessions < <(open_sessions "$name" "$conns")
+    (( ${#sessions[@]} == conns )) || { log "$name: opened ${#sessions[@]} of $conns sessions"; exit 1; }
   fi
   load="$(cut -d' ' -f1-3 /proc/loadavg)"
   reset_peak "${PID[$name]}"
