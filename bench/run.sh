@@ -19,8 +19,9 @@
 #   - (b) peer_rmcp: a minimal rmcp server answering the same read from memory (the SDK's ceiling);
 #   - (c) the same read served by the official TypeScript SDK (bench/peers/ts, Node 24);
 # at 1, 10 and 50 connections, BENCH_SECONDS per cell, REPS repetitions (interleaved: repetition
-# 2 starts after every cell of repetition 1), each server's peak memory (VmHWM, reset before each
-# cell). Then mcp-cursos-stdio: spawn to first answer, and requests/s over one connection.
+# 2 starts after every cell of repetition 1; even repetitions run the cells in reverse order),
+# each server's peak memory (VmHWM, reset before each cell) and CPU time per request. Then
+# mcp-cursos-stdio: spawn to first answer, and requests/s over one connection.
 # Raw figures go to $OUT/cells.jsonl and $OUT/stdio.jsonl, the summary (medians) to $OUT/summary.md
 # and stdout. Nothing is asserted: the targets are compared in bench/RESULTS.md.
 #
@@ -282,6 +283,10 @@ log "every cell answers 200 with a result"
 
 # ---------------------------------------------------------------- measure
 vmhwm_kb() { awk '/^VmHWM/ {print $2}' "/proc/$1/status"; }
+# CPU time a server used so far (user + system, clock ticks): per request, a figure that other
+# work on the machine disturbs much less than requests/s (it does not count the time waited).
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+CLK_TCK="$(getconf CLK_TCK)"
 reset_peak() { echo 5 > "/proc/$1/clear_refs" 2>/dev/null || true; }
 total_of() { # active courses in a backend's catalog
   post "$1" "${SESSION[$1]}" '{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"cursos://catalogo"}}' |
@@ -304,14 +309,16 @@ run_cell() { # REP TARGET MODE OP CONNS
   fi
   load="$(cut -d' ' -f1-3 /proc/loadavg)"
   reset_peak "${PID[$name]}"
+  local ticks_before; ticks_before="$(cpu_ticks "${PID[$name]}")"
   figures="$(BENCH_OP="$op" BENCH_URI="$(uri_of "$target")" BENCH_SESSION="${SESSION[$name]}" \
     BENCH_SESSIONS="${sessions[*]}" \
     BENCH_KEY="$([[ "$target" == cursos* ]] && echo "$API_KEY")" BENCH_TAG="bench r$rep $mode c$conns $RANDOM" \
     timeout $((BENCH_SECONDS + 30)) "$WRK" -t "$threads" -c "$conns" -d "${BENCH_SECONDS}s" --timeout 5s \
     -s bench/load/mcp.lua "${URL[$name]}" | grep '^{"requests"')"
-  local peak; peak="$(vmhwm_kb "${PID[$name]}")"
+  local peak cpu; peak="$(vmhwm_kb "${PID[$name]}")"
+  cpu="$(awk -v ticks="$(( $(cpu_ticks "${PID[$name]}") - ticks_before ))" -v hz="$CLK_TCK" 'BEGIN {printf "%.3f", ticks / hz}')"
   (( ${#sessions[@]} == 0 )) || close_sessions "$name" "${sessions[@]}"
-  echo "{\"rep\":$rep,\"target\":\"$target\",\"mode\":\"$mode\",\"op\":\"$op\",\"conns\":$conns,\"threads\":$threads,\"peak_kb\":$peak,\"load\":\"$load\",\"wrk\":$figures}" >> "$OUT/cells.jsonl"
+  echo "{\"rep\":$rep,\"target\":\"$target\",\"mode\":\"$mode\",\"op\":\"$op\",\"conns\":$conns,\"threads\":$threads,\"peak_kb\":$peak,\"cpu_s\":$cpu,\"load\":\"$load\",\"wrk\":$figures}" >> "$OUT/cells.jsonl"
   log "rep $rep $target $mode $op c=$conns: $(sed 's/,"first_bad".*//' <<<"$figures")"
 }
 
@@ -336,8 +343,14 @@ done
   echo "wrk=$(wrk_version) node=$("$NODE" --version) ts_sdk=$(grep -o '"@modelcontextprotocol/sdk": "[^"]*"' bench/peers/ts/package.json | cut -d'"' -f4)"
 } > "$OUT/machine.txt"
 
+# Even repetitions run the cells in the reverse order: no server is always measured first (after
+# an idle wait) or always right after the same neighbour.
+REVERSED=()
+for (( index = ${#CELLS[@]} - 1; index >= 0; index-- )); do REVERSED+=("${CELLS[index]}"); done
 for rep in $(seq 1 "$REPS"); do
-  for cell in "${CELLS[@]}"; do
+  ORDER=("${CELLS[@]}")
+  (( rep % 2 == 0 )) && ORDER=("${REVERSED[@]}")
+  for cell in "${ORDER[@]}"; do
     read -r target mode op <<<"$cell"
     for conns in $CONNS; do run_cell "$rep" "$target" "$mode" "$op" "$conns"; done
   done

@@ -22,6 +22,11 @@ OPS = {"read": "read `cursos://{uuid}`", "page": "catalog page", "create": "`cri
 MODES = {"json": "JSON", "sse": "SSE, a session per connection", "sse1": "SSE, one shared session (stress)"}
 
 
+def cpu_per_request(cell) -> float:
+    """Microseconds of the server's CPU time (user + system) per request answered in a cell."""
+    return cell["cpu_s"] * 1e6 / max(cell["wrk"]["requests"], 1)
+
+
 def main(folder: Path) -> None:
     cells = [json.loads(line) for line in (folder / "cells.jsonl").read_text().splitlines() if line.strip()]
     stdio_file = folder / "stdio.jsonl"  # absent with STDIO=0
@@ -53,17 +58,19 @@ def main(folder: Path) -> None:
     print()
     print("Medians over the repetitions (req/s, p50, p99), the highest peak memory, and every bad answer "
           "(non-200, no result, a JSON-RPC error or `isError`, socket errors) summed.\n")
-    print("| mode | operation | server | conns | req/s | p50 ms | p99 ms | peak MB | bad | reps |")
-    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("| mode | operation | server | conns | req/s | p50 ms | p99 ms | server CPU µs/req | peak MB | bad | reps |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for (target, mode, op, conns), runs in sorted(groups.items(), key=key):
         rps = statistics.median(run["wrk"]["rps"] for run in runs)
         p50 = statistics.median(run["wrk"]["p50_ms"] for run in runs)
         p99 = statistics.median(run["wrk"]["p99_ms"] for run in runs)
         peak = max(run["peak_kb"] for run in runs) / 1024
         bad = sum(run["wrk"]["bad"] + run["wrk"]["socket_errors"] + run["wrk"]["timeouts"] for run in runs)
-        summary[(target, mode, op, conns)] = {"rps": rps, "p50": p50, "p99": p99, "peak": peak, "bad": bad}
+        cpu = statistics.median(cpu_per_request(run) for run in runs) if all("cpu_s" in run for run in runs) else None
+        summary[(target, mode, op, conns)] = {"rps": rps, "p50": p50, "p99": p99, "peak": peak, "bad": bad, "cpu": cpu}
+        cpu_text = f"{cpu:.1f}" if cpu is not None else "n/a"
         print(f"| {MODES[mode]} | {OPS[op]} | {LABELS[target]} | {conns} | {rps:,.0f} | {p50:.2f} | {p99:.2f} "
-              f"| {peak:.1f} | {bad} | {len(runs)} |")
+              f"| {cpu_text} | {peak:.1f} | {bad} | {len(runs)} |")
 
     print("\n### stdio (`mcp-cursos-stdio` on an existing database)\n")
     by_figure = defaultdict(list)
@@ -117,6 +124,9 @@ def main(folder: Path) -> None:
             row(f"{mode.upper()} read at {top} conns ≥ 75% of (b)",
                 f"{ours['rps']:,.0f} / {rmcp['rps']:,.0f} = {ratio:.0%} (each repetition: {each}; "
                 f"their median {statistics.median(ratios):.0%})", ratio >= 0.75)
+            if ours.get("cpu") and rmcp.get("cpu"):
+                print(f"| (not a target) {MODES[mode]} read at {top} conns, server CPU per request, (b) / ours | "
+                      f"{rmcp['cpu']:.1f} / {ours['cpu']:.1f} µs = {rmcp['cpu'] / ours['cpu']:.0%} | n/a |")
         if ours and ts:
             ratio = ours["rps"] / ts["rps"]
             row(f"{mode.upper()} read at {top} conns ≥ 25× (c)",
@@ -140,6 +150,9 @@ def main(folder: Path) -> None:
                 base_ratios = rep_ratios("cursos0", "rmcp", mode, top)
                 against_b = (f"; BASELINE is {base['rps'] / rmcp['rps']:.0%} of (b) (median of the repetitions' "
                              f"ratios {statistics.median(base_ratios):.0%})")
+            if ours.get("cpu") and base.get("cpu"):
+                print(f"| (not a target) {MODES[mode]} read at {top} conns, server CPU per request, BASELINE / "
+                      f"this binary | {base['cpu']:.1f} / {ours['cpu']:.1f} µs = {base['cpu'] / ours['cpu']:.2f} | n/a |")
             print(f"| (not a target) {MODES[mode]} read at {top} conns, this binary / BASELINE | "
                   f"{ours['rps']:,.0f} / {base['rps']:,.0f} = {ours['rps'] / base['rps']:.2f} "
                   f"(each repetition: {each}; their median {statistics.median(ratios):.2f}){against_b} | n/a |")
