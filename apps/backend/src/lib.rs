@@ -374,14 +374,10 @@ async fn count_response(State(metrics): State<Arc<Metrics>>, request: Request, n
 
 /// Labels an authenticated `/mcp` request by its JSON-RPC method (and tool, prompt or resource),
 /// and observes it until its response body has been sent (for SSE, until the stream ends): one
-/// log event per request, and the metrics when they are on. Neither wanted (metrics off, the
-/// event filtered out): passed through untouched.
+/// log event per request, and the metrics when they are on.
 async fn observe_mcp_request(State(metrics): State<Option<Arc<Metrics>>>, request: Request, next: Next) -> Response {
     use futures_util::StreamExt as _;
 
-    if !RequestTimer::is_wanted(metrics.as_deref()) {
-        return next.run(request).await;
-    }
     let (parts, body) = request.into_parts();
     let Ok(bytes) = axum::body::to_bytes(body, MAX_REQUEST_BODY_BYTES).await else {
         return jsonrpc_body::payload_too_large();

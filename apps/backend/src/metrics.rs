@@ -264,14 +264,6 @@ pub struct RequestTimer {
 }
 
 impl RequestTimer {
-    /// Whether anything would record a request: the metrics are on, or this module's per-request
-    /// log event (`mcp request`, INFO) passes the log filter. When nothing would, the request is
-    /// not observed at all (no label parsed from its body, its response body left as it is).
-    #[must_use]
-    pub fn is_wanted(metrics: Option<&Metrics>) -> bool {
-        metrics.is_some() || tracing::enabled!(tracing::Level::INFO)
-    }
-
     /// Starts observing a request labelled `label`, made by the key named `caller`.
     #[must_use]
     pub fn start(metrics: Option<std::sync::Arc<Metrics>>, label: RequestLabel, caller: Option<String>) -> Self {
@@ -329,21 +321,6 @@ mod tests {
     use axum::http::Method;
 
     use super::*;
-
-    #[test]
-    fn a_request_is_observed_only_when_the_metrics_are_on_or_its_log_event_passes_the_filter() {
-        let quiet = tracing_subscriber::fmt().with_env_filter("warn,mcp_cursos_backend=info").finish();
-        tracing::subscriber::with_default(quiet, || {
-            assert!(!RequestTimer::is_wanted(None), "nothing would record it");
-            assert!(RequestTimer::is_wanted(Some(&Metrics::default())), "the metrics would");
-        });
-        for filter in ["info", "warn,backend::metrics=info"] {
-            let logging = tracing_subscriber::fmt().with_env_filter(filter).finish();
-            tracing::subscriber::with_default(logging, || {
-                assert!(RequestTimer::is_wanted(None), "the log event would, under RUST_LOG={filter}");
-            });
-        }
-    }
 
     #[test]
     fn methods_are_labelled_from_a_closed_list() {
