@@ -71,8 +71,12 @@ async fn a_course_the_backend_read_again_and_again_is_read_anew_once_the_stdio_a
             assert_eq!(read(&over_http, &uri).await["versao"], round, "round {round}");
         }
         let arguments = json!({"id": created["id"], "cargaHoraria": 8 + round}).as_object().cloned().expect("object");
-        let updated =
-            json!(over_stdio.call_tool(CallToolRequestParams::new("atualizar_curso").with_arguments(arguments)).await.expect("call"));
+        let updated = json!(
+            over_stdio
+                .call_tool(CallToolRequestParams::new("atualizar_curso").with_arguments(arguments))
+                .await
+                .expect("call")
+        );
         assert_eq!(updated["isError"], false, "{updated}");
         // No wait: the stdio app answered, so the change is committed.
         let read_after = read(&over_http, &uri).await;

@@ -193,7 +193,10 @@ mod tests {
         let (_folder, _path, _store, catalog, course) = catalog_with_a_course().await;
         catalog.get(course.id()).await.expect("read");
         catalog.get(course.id()).await.expect("read again, from the cache");
-        let changes = CourseChanges { workload_hours: Some(WorkloadHours::parse(20).expect("hours")), ..CourseChanges::default() };
+        let changes = CourseChanges {
+            workload_hours: Some(WorkloadHours::parse(20).expect("hours")),
+            ..CourseChanges::default()
+        };
         let updated = catalog.update(course.id(), changes, by()).await.expect("updated");
         assert_eq!(catalog.get(course.id()).await.expect("read after the update"), updated);
         assert_eq!(updated.workload_hours().get(), 20);
