@@ -23,7 +23,8 @@
 //!   is cached under, and the next read sees the newer header and misses. Two copies that differ
 //!   (a writer between its two copies) or an uninitialised header disable the cache for that read.
 //! - `pread` of the `-shm` file sees what SQLite stores through its shared mapping: on Linux and
-//!   macOS a file's mapping and its reads share one page cache. A `-shm` that cannot be opened
+//!   macOS a file's mapping and its reads share one page cache. The file is found as SQLite finds
+//!   it, beside the database's real path (symbolic links resolved). A `-shm` that cannot be opened
 //!   leaves the store without a cache (every read goes to SQLite, as before).
 //!
 //! Bounded: at most [`MAX_ENTRIES`] courses (then it starts over), all dropped at any change.
@@ -77,8 +78,10 @@ struct State {
 
 impl ReadCache {
     /// A cache for the database at `database` (in WAL mode, already open: its `-shm` exists).
+    /// Symbolic links are resolved first, as SQLite does: its `-shm` is beside the real file, and a
+    /// stray file beside the link must never be taken for it.
     pub(crate) fn open(database: &Path) -> std::io::Result<Self> {
-        let mut shm = database.as_os_str().to_owned();
+        let mut shm = std::fs::canonicalize(database)?.into_os_string();
         shm.push("-shm");
         Ok(Self {
             shm: File::open(shm)?,
@@ -186,6 +189,40 @@ mod tests {
         assert_eq!(read.title().as_str(), "Rust avançado");
         assert_eq!(read.version(), course.version() + 1);
         assert_eq!(store.read_cache_hits(), hits, "read from the file, not from the cache");
+    }
+
+    #[tokio::test]
+    async fn a_store_opened_through_a_symbolic_link_watches_the_real_file_s_wal_index() {
+        let folder = tempfile::tempdir().expect("temp dir");
+        let real = folder.path().join("real.db");
+        let first = SqliteStore::open(&real).expect("create the real file");
+        let link = folder.path().join("link.db");
+        std::os::unix::fs::symlink(&real, &link).expect("symlink");
+        // A stray `-shm` beside the link (say, of a file that was there before): a valid header
+        // that never changes. SQLite itself resolves the link and uses `real.db-shm`.
+        let mut real_shm = real.as_os_str().to_owned();
+        real_shm.push("-shm");
+        let mut stray_shm = link.as_os_str().to_owned();
+        stray_shm.push("-shm");
+        std::fs::copy(&real_shm, &stray_shm).expect("a stray -shm beside the link");
+        let store = SqliteStore::open(&link).expect("open through the link");
+        drop(first);
+        let catalog = Catalog::new(store.clone());
+        let new_course = NewCourse {
+            title: CourseTitle::parse("Rust").expect("title"),
+            workload_hours: WorkloadHours::parse(10).expect("hours"),
+        };
+        let course = catalog.create(new_course, by()).await.expect("created");
+        catalog.get(course.id()).await.expect("read");
+        catalog.get(course.id()).await.expect("read again");
+        let mut other = diesel::SqliteConnection::establish(&real.to_string_lossy()).expect("another connection");
+        other
+            .batch_execute(&format!(
+                "PRAGMA busy_timeout = 10000; UPDATE courses SET version = version + 1 WHERE id = '{}'",
+                course.id()
+            ))
+            .expect("written by the other connection");
+        assert_eq!(catalog.get(course.id()).await.expect("read after the change").version(), course.version() + 1);
     }
 
     #[tokio::test]
