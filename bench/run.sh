@@ -6,22 +6,33 @@
 #
 # Over loopback only (127.0.0.1), with wrk (Debian's package, pinned, unpacked under
 # target/test-tools/wrk) and a Lua script that checks every answer (bench/load/mcp.lua):
-#   - mcp-cursos-backend, SESSION_MODE=stateless (JSON) and stateful (one session, SSE):
+#   - mcp-cursos-backend, SESSION_MODE=stateless (JSON) and stateful (SSE):
 #     resources/read cursos://{uuid}, the first catalog page, tools/call criar_curso (unique titles);
+# three modes (the MODE of a cell):
+#   json  stateless, JSON responses;
+#   sse   sessions, SSE responses, one session per wrk connection (what clients do): fresh sessions
+#         are opened before each such cell and closed (DELETE) after it, and wrk runs one thread
+#         per connection, each thread sending its own Mcp-Session-Id;
+#   sse1  the same servers, every connection sharing ONE session: a stress case no client makes,
+#         where rmcp's one task per session caps every rmcp server alike (reads only);
 #   - (a) peer_axum: a bare axum handler returning a fixed JSON body (this machine's ceiling);
 #   - (b) peer_rmcp: a minimal rmcp server answering the same read from memory (the SDK's ceiling);
 #   - (c) the same read served by the official TypeScript SDK (bench/peers/ts, Node 24);
 # at 1, 10 and 50 connections, BENCH_SECONDS per cell, REPS repetitions (interleaved: repetition
-# 2 starts after every cell of repetition 1), each server's peak memory (VmHWM, reset before each
-# cell). Then mcp-cursos-stdio: spawn to first answer, and requests/s over one connection.
+# 2 starts after every cell of repetition 1; even repetitions run the cells in reverse order),
+# each server's peak memory (VmHWM, reset before each cell) and CPU time per request. Then
+# mcp-cursos-stdio: spawn to first answer, and requests/s over one connection.
 # Raw figures go to $OUT/cells.jsonl and $OUT/stdio.jsonl, the summary (medians) to $OUT/summary.md
 # and stdout. Nothing is asserted: the targets are compared in bench/RESULTS.md.
 #
 # Settings (environment): BENCH_SECONDS (3), REPS (3), CONNS ("1 10 50"), OUT (target/bench-load),
 # STDIO_SPAWNS (30), STDIO_REQUESTS (5000), CATALOG (1000 active courses), QUICK (unset),
 # BUILD (1; 0 uses the release binaries already in target/release), ONLY (an extended regex over
-# "target mode op": measure only the matching cells, e.g. ONLY='cursos json create|rmcp json'),
-# STDIO (1; 0 skips the stdio figures).
+# "target mode op": measure only the matching cells, e.g. ONLY='cursos json create|rmcp json',
+# ONLY='(cursos|rmcp) (json|sse) read' for the read ratio in the two realistic modes),
+# STDIO (1; 0 skips the stdio figures), BASELINE (a path to another mcp-cursos-backend binary, e.g.
+# the previous commit's: adds the target `cursos0`, that binary on its own copy of the catalog, with
+# the same read cells as `cursos`, to compare a change interleaved against the binary before it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$PWD"
@@ -99,7 +110,7 @@ rm -rf "$OUT"; mkdir -p "$OUT/data" "$OUT/logs"
 log "catalog of $CATALOG active courses (bench scale loader)"
 "$BIN/scale" --sizes "$CATALOG" --iterations 5 --dir "$OUT/data" --keep >/dev/null 2>"$OUT/logs/scale.log"
 SEED_DB="$OUT/data/cursos-$CATALOG.db"
-for copy in json sse stdio; do cp "$SEED_DB" "$OUT/data/$copy.db"; done
+for copy in json sse stdio json0 sse0; do cp "$SEED_DB" "$OUT/data/$copy.db"; done
 
 # ---------------------------------------------------------------- servers
 declare -A PID URL
@@ -127,8 +138,16 @@ start() {
 
 API_KEY="bench_$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 backend_env=(env API_KEY="$API_KEY" HOST=127.0.0.1 PORT=0 RUST_LOG=warn,mcp_cursos_backend=info)
+# The one bench key holds the shared session and, during an `sse` cell, one per connection.
+MOST_CONNS="$(printf '%s\n' $CONNS | sort -n | tail -1)"
 start cursos-json "${backend_env[@]}" SESSION_MODE=stateless DATABASE_PATH="$OUT/data/json.db" "$BIN/mcp-cursos-backend"
-start cursos-sse "${backend_env[@]}" SESSION_MODE=stateful DATABASE_PATH="$OUT/data/sse.db" "$BIN/mcp-cursos-backend"
+start cursos-sse "${backend_env[@]}" SESSION_MODE=stateful MAX_SESSIONS_PER_KEY=$((MOST_CONNS + 8)) \
+  DATABASE_PATH="$OUT/data/sse.db" "$BIN/mcp-cursos-backend"
+if [[ -n "${BASELINE:-}" ]]; then
+  start cursos0-json "${backend_env[@]}" SESSION_MODE=stateless DATABASE_PATH="$OUT/data/json0.db" "$BASELINE"
+  start cursos0-sse "${backend_env[@]}" SESSION_MODE=stateful MAX_SESSIONS_PER_KEY=$((MOST_CONNS + 8)) \
+    DATABASE_PATH="$OUT/data/sse0.db" "$BASELINE"
+fi
 start axum-json "$BIN/peer_axum"
 start rmcp-json "$BIN/peer_rmcp" --session-mode stateless
 start rmcp-sse "$BIN/peer_rmcp" --session-mode stateful
@@ -141,7 +160,10 @@ start ts-sse "$NODE" "$TS_SERVER" --session-mode stateful
 PG_URL="${PG_URL:-postgres://postgres@127.0.0.1:5432/test}"
 PG_SCHEMA="bench_$(head -c 6 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 PG_COURSES="${PG_COURSES:-200}"
-if psql "$PG_URL" -qAtc "CREATE SCHEMA $PG_SCHEMA; CREATE EXTENSION IF NOT EXISTS pg_trgm WITH SCHEMA public" >/dev/null 2>&1; then
+if [[ -n "${ONLY:-}" ]] && ! grep -qE -- "$ONLY" <<<$'cursospg json read\ncursospg json create'; then
+  log "ONLY='$ONLY' selects no PostgreSQL cell: no PostgreSQL backend"
+  PG_ENABLED=0
+elif psql "$PG_URL" -qAtc "CREATE SCHEMA $PG_SCHEMA; CREATE EXTENSION IF NOT EXISTS pg_trgm WITH SCHEMA public" >/dev/null 2>&1; then
   trap 'cleanup; psql "$PG_URL" -qc "DROP SCHEMA IF EXISTS $PG_SCHEMA CASCADE" >/dev/null 2>&1 || true' EXIT
   start cursospg-json "${backend_env[@]}" SESSION_MODE=stateless \
     DATABASE_URL="$PG_URL?options=-csearch_path%3D$PG_SCHEMA%2Cpublic" "$BIN/mcp-cursos-backend"
@@ -152,24 +174,57 @@ else
 fi
 
 # post NAME SESSION BODY: one request as wrk sends it; prints "STATUS BODY".
+# (CURL_FILES: where the body and headers go, "$OUT/logs/curl" unless set, for calls in parallel.)
 post() {
-  local name="$1" session="$2" body="$3" key=()
+  local name="$1" session="$2" body="$3" key=() files="${CURL_FILES:-$OUT/logs/curl}"
   [[ "$name" == cursos* ]] && key=(-H "Authorization: Bearer $API_KEY")
-  curl -sS -m 10 -o "$OUT/logs/curl.body" -D "$OUT/logs/curl.headers" -w '%{http_code}' "${key[@]}" \
+  curl -sS -m 10 -o "$files.body" -D "$files.headers" -w '%{http_code}' "${key[@]}" \
     -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
     -H 'MCP-Protocol-Version: 2025-11-25' ${session:+-H "Mcp-Session-Id: $session"} \
     --data-binary "$body" "${URL[$name]}"
-  echo -n " "; cat "$OUT/logs/curl.body"
+  echo -n " "; cat "$files.body"
 }
 
-# One session per stateful server (initialize, then notifications/initialized).
-declare -A SESSION
-for name in cursos-sse rmcp-sse ts-sse; do
+# open_session NAME: a new session on a stateful server (initialize, then notifications/initialized);
+# prints its Mcp-Session-Id.
+open_session() {
+  local name="$1" id
   post "$name" "" '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"0"}}}' >/dev/null
-  SESSION[$name]="$(tr -d '\r' < "$OUT/logs/curl.headers" | awk -F': ' 'tolower($1)=="mcp-session-id" {print $2}')"
-  [[ -n "${SESSION[$name]}" ]] || { log "$name: no Mcp-Session-Id"; cat "$OUT/logs/curl.headers" >&2; exit 1; }
-  post "$name" "${SESSION[$name]}" '{"jsonrpc":"2.0","method":"notifications/initialized"}' >/dev/null
+  id="$(tr -d '\r' < "${CURL_FILES:-$OUT/logs/curl}.headers" | awk -F': ' 'tolower($1)=="mcp-session-id" {print $2}')"
+  [[ -n "$id" ]] || { log "$name: no Mcp-Session-Id"; cat "${CURL_FILES:-$OUT/logs/curl}".{headers,body} >&2; return 1; }
+  post "$name" "$id" '{"jsonrpc":"2.0","method":"notifications/initialized"}' >/dev/null
+  echo "$id"
+}
+# open_sessions NAME COUNT: COUNT new sessions, opened 10 at a time; prints their ids, one a line.
+open_sessions() {
+  local name="$1" count="$2" number
+  mkdir -p "$OUT/logs/sessions"
+  for number in $(seq 1 "$count"); do
+    CURL_FILES="$OUT/logs/sessions/$number" open_session "$name" > "$OUT/logs/sessions/$number.id" &
+    (( number % 10 == 0 )) && wait
+  done
+  wait
+  for number in $(seq 1 "$count"); do cat "$OUT/logs/sessions/$number.id"; done
+  rm -rf "$OUT/logs/sessions"
+}
+# close_sessions NAME ID...: DELETE each session (best effort: the TypeScript peer has no DELETE).
+close_sessions() {
+  local name="$1" id key=(); shift
+  [[ "$name" == cursos* ]] && key=(-H "Authorization: Bearer $API_KEY")
+  for id in "$@"; do
+    curl -sS -m 10 -o /dev/null -X DELETE "${key[@]}" -H 'MCP-Protocol-Version: 2025-11-25' \
+      -H "Mcp-Session-Id: $id" "${URL[$name]}" || true
+  done
+}
+
+# The shared session of each stateful server (the `sse1` cells, the checks and the warm-up).
+declare -A SESSION
+STATEFUL=(cursos-sse rmcp-sse ts-sse)
+[[ -n "${BASELINE:-}" ]] && STATEFUL+=(cursos0-sse)
+for name in "${STATEFUL[@]}"; do
+  SESSION[$name]="$(open_session "$name")" || exit 1
 done
+SESSION[cursos0-json]=""
 SESSION[cursos-json]=""; SESSION[axum-json]=""; SESSION[rmcp-json]=""; SESSION[ts-json]=""; SESSION[cursospg-json]=""
 
 # The course read by every server: mcp-cursos's first course, the peers' one course.
@@ -189,26 +244,31 @@ if [[ "$PG_ENABLED" == 1 ]]; then
   log "PostgreSQL catalog seeded with $PG_COURSES courses through criar_curso"
 fi
 
-# The cells: TARGET MODE OP (server name = TARGET-MODE).
+# The cells: TARGET MODE OP (server: TARGET-json for json, TARGET-sse for sse and sse1).
+# Grouped by mode, the reads of the servers compared side by side next to each other.
+BASE_JSON=() BASE_SSE=() BASE_SSE1=() PG_CELLS=()
+[[ -n "${BASELINE:-}" ]] && BASE_JSON=("cursos0 json read") BASE_SSE=("cursos0 sse read") BASE_SSE1=("cursos0 sse1 read")
+[[ "$PG_ENABLED" == 1 ]] && PG_CELLS=("cursospg json read" "cursospg json create")
 CELLS=(
-  "cursos json read" "cursos json page" "cursos json create"
-  "cursos sse read" "cursos sse page" "cursos sse create"
-  "axum json read"
-  "rmcp json read" "rmcp sse read"
-  "ts json read" "ts sse read"
+  "cursos json read" "${BASE_JSON[@]}" "rmcp json read" "axum json read" "ts json read"
+  "cursos json page" "cursos json create" "${PG_CELLS[@]}"
+  "cursos sse read" "${BASE_SSE[@]}" "rmcp sse read" "ts sse read" "cursos sse page" "cursos sse create"
+  "cursos sse1 read" "${BASE_SSE1[@]}" "rmcp sse1 read" "ts sse1 read"
 )
-[[ "$PG_ENABLED" == 1 ]] && CELLS+=("cursospg json read" "cursospg json create")
 if [[ -n "${ONLY:-}" ]]; then
   mapfile -t CELLS < <(printf '%s\n' "${CELLS[@]}" | grep -E -- "$ONLY" || true)
   (( ${#CELLS[@]} > 0 )) || { log "ONLY='$ONLY' matches no cell"; exit 1; }
 fi
 uri_of() {
-  case "$1" in cursos) echo "$CURSOS_URI" ;; cursospg) echo "$PG_URI" ;; *) echo "$PEER_URI" ;; esac
+  case "$1" in cursos | cursos0) echo "$CURSOS_URI" ;; cursospg) echo "$PG_URI" ;; *) echo "$PEER_URI" ;; esac
+}
+server_of() { # TARGET MODE
+  case "$2" in json) echo "$1-json" ;; sse | sse1) echo "$1-sse" ;; *) log "unknown mode $2"; exit 1 ;; esac
 }
 
 # Check every cell once before measuring: 200 and a result, never an error.
 for cell in "${CELLS[@]}"; do
-  read -r target mode op <<<"$cell"; name="$target-$mode"
+  read -r target mode op <<<"$cell"; name="$(server_of "$target" "$mode")"
   case "$op" in
     read) body="{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"resources/read\",\"params\":{\"uri\":\"$(uri_of "$target")\"}}" ;;
     page) body='{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"cursos://catalogo"}}' ;;
@@ -223,6 +283,10 @@ log "every cell answers 200 with a result"
 
 # ---------------------------------------------------------------- measure
 vmhwm_kb() { awk '/^VmHWM/ {print $2}' "/proc/$1/status"; }
+# CPU time a server used so far (user + system, clock ticks): per request, a figure that other
+# work on the machine disturbs much less than requests/s (it does not count the time waited).
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+CLK_TCK="$(getconf CLK_TCK)"
 reset_peak() { echo 5 > "/proc/$1/clear_refs" 2>/dev/null || true; }
 total_of() { # active courses in a backend's catalog
   post "$1" "${SESSION[$1]}" '{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"cursos://catalogo"}}' |
@@ -234,20 +298,33 @@ CREATING=(cursos-json cursos-sse)
 for name in "${CREATING[@]}"; do BEFORE[$name]="$(total_of "$name")"; done
 
 run_cell() { # REP TARGET MODE OP CONNS
-  local rep="$1" target="$2" mode="$3" op="$4" conns="$5" name="$2-$3" threads=2 figures load
+  local rep="$1" target="$2" mode="$3" op="$4" conns="$5" name threads=2 figures load sessions=()
+  name="$(server_of "$target" "$mode")"
   (( conns < threads )) && threads="$conns"
+  if [[ "$mode" == sse ]]; then
+    # One session per connection: wrk has no per-connection hook, so one thread per connection.
+    threads="$conns"
+    mapfile -t sessions < <(open_sessions "$name" "$conns")
+    (( ${#sessions[@]} == conns )) || { log "$name: opened ${#sessions[@]} of $conns sessions"; exit 1; }
+  fi
   load="$(cut -d' ' -f1-3 /proc/loadavg)"
   reset_peak "${PID[$name]}"
+  local ticks_before; ticks_before="$(cpu_ticks "${PID[$name]}")"
   figures="$(BENCH_OP="$op" BENCH_URI="$(uri_of "$target")" BENCH_SESSION="${SESSION[$name]}" \
+    BENCH_SESSIONS="${sessions[*]}" \
     BENCH_KEY="$([[ "$target" == cursos* ]] && echo "$API_KEY")" BENCH_TAG="bench r$rep $mode c$conns $RANDOM" \
     timeout $((BENCH_SECONDS + 30)) "$WRK" -t "$threads" -c "$conns" -d "${BENCH_SECONDS}s" --timeout 5s \
     -s bench/load/mcp.lua "${URL[$name]}" | grep '^{"requests"')"
-  echo "{\"rep\":$rep,\"target\":\"$target\",\"mode\":\"$mode\",\"op\":\"$op\",\"conns\":$conns,\"threads\":$threads,\"peak_kb\":$(vmhwm_kb "${PID[$name]}"),\"load\":\"$load\",\"wrk\":$figures}" >> "$OUT/cells.jsonl"
+  local peak cpu; peak="$(vmhwm_kb "${PID[$name]}")"
+  cpu="$(awk -v ticks="$(( $(cpu_ticks "${PID[$name]}") - ticks_before ))" -v hz="$CLK_TCK" 'BEGIN {printf "%.3f", ticks / hz}')"
+  (( ${#sessions[@]} == 0 )) || close_sessions "$name" "${sessions[@]}"
+  echo "{\"rep\":$rep,\"target\":\"$target\",\"mode\":\"$mode\",\"op\":\"$op\",\"conns\":$conns,\"threads\":$threads,\"peak_kb\":$peak,\"cpu_s\":$cpu,\"load\":\"$load\",\"wrk\":$figures}" >> "$OUT/cells.jsonl"
   log "rep $rep $target $mode $op c=$conns: $(sed 's/,"first_bad".*//' <<<"$figures")"
 }
 
 # Warm-up: one second of reads on each server (JIT, caches, pools), not recorded.
 WARM=(cursos-json cursos-sse axum-json rmcp-json rmcp-sse ts-json ts-sse)
+[[ -n "${BASELINE:-}" ]] && WARM+=(cursos0-json cursos0-sse)
 [[ "$PG_ENABLED" == 1 ]] && WARM+=(cursospg-json)
 for name in "${WARM[@]}"; do
   BENCH_OP=read BENCH_URI="$(uri_of "${name%-*}")" BENCH_SESSION="${SESSION[$name]}" \
@@ -266,8 +343,14 @@ done
   echo "wrk=$(wrk_version) node=$("$NODE" --version) ts_sdk=$(grep -o '"@modelcontextprotocol/sdk": "[^"]*"' bench/peers/ts/package.json | cut -d'"' -f4)"
 } > "$OUT/machine.txt"
 
+# Even repetitions run the cells in the reverse order: no server is always measured first (after
+# an idle wait) or always right after the same neighbour.
+REVERSED=()
+for (( index = ${#CELLS[@]} - 1; index >= 0; index-- )); do REVERSED+=("${CELLS[index]}"); done
 for rep in $(seq 1 "$REPS"); do
-  for cell in "${CELLS[@]}"; do
+  ORDER=("${CELLS[@]}")
+  (( rep % 2 == 0 )) && ORDER=("${REVERSED[@]}")
+  for cell in "${ORDER[@]}"; do
     read -r target mode op <<<"$cell"
     for conns in $CONNS; do run_cell "$rep" "$target" "$mode" "$op" "$conns"; done
   done
@@ -281,8 +364,9 @@ echo "load_after=$(cut -d' ' -f1-3 /proc/loadavg)" >> "$OUT/machine.txt"
 # Every acknowledged create must be in the catalog (in-flight ones at a cell's end may be too).
 for name in "${CREATING[@]}"; do
   target="${name%-*}" mode="${name#*-}"
-  # (`|| true`: a run without this server's create cells, see ONLY, sums to 0)
-  acknowledged="$(grep "\"target\":\"$target\",\"mode\":\"$mode\",\"op\":\"create\"" "$OUT/cells.jsonl" |
+  # (`|| true`: a run without this server's create cells, see ONLY, sums to 0; `sse1?`: both
+  # session modes write to the one stateful server)
+  acknowledged="$(grep -E "\"target\":\"$target\",\"mode\":\"${mode}1?\",\"op\":\"create\"" "$OUT/cells.jsonl" |
     grep -o '"requests":[0-9]*' | cut -d: -f2 | awk '{sum += $1} END {print sum + 0}' || true)"
   key="creates_$mode"; [[ "$target" == cursospg ]] && key="creates_postgres_$mode"
   echo "$key=acknowledged:$acknowledged catalog_growth:$(( $(total_of "$name") - BEFORE[$name] ))" >> "$OUT/machine.txt"

@@ -5,6 +5,8 @@
 --   BENCH_URI      the resource read by `read` (cursos://<uuid>)
 --   BENCH_KEY      the Bearer key (empty: no Authorization header)
 --   BENCH_SESSION  an Mcp-Session-Id (empty: none, stateless)
+--   BENCH_SESSIONS space-separated Mcp-Session-Ids, one per wrk thread (overrides BENCH_SESSION):
+--                  with as many threads as connections, one session per connection
 --   BENCH_TAG      unique per wrk run: `create` titles are "<tag> t<thread> <n>", unique per request
 --   BENCH_PROTOCOL MCP-Protocol-Version header (default 2025-11-25)
 -- An answer is bad when its status is not 200, or its body has no "result", or holds a JSON-RPC
@@ -14,6 +16,8 @@ local op = os.getenv("BENCH_OP") or "read"
 local uri = os.getenv("BENCH_URI") or "cursos://catalogo"
 local key = os.getenv("BENCH_KEY") or ""
 local session = os.getenv("BENCH_SESSION") or ""
+local sessions = {}
+for id in (os.getenv("BENCH_SESSIONS") or ""):gmatch("%S+") do table.insert(sessions, id) end
 local tag = os.getenv("BENCH_TAG") or "bench"
 local protocol = os.getenv("BENCH_PROTOCOL") or "2025-11-25"
 
@@ -23,6 +27,10 @@ local next_thread = 0
 function setup(thread)
   next_thread = next_thread + 1
   thread:set("thread_number", next_thread)
+  if #sessions > 0 then
+    if next_thread > #sessions then error("BENCH_SESSIONS has fewer sessions than wrk has threads") end
+    thread:set("thread_session", sessions[next_thread])
+  end
   table.insert(threads, thread)
 end
 
@@ -32,7 +40,6 @@ local headers = {
   ["MCP-Protocol-Version"] = protocol,
 }
 if key ~= "" then headers["Authorization"] = "Bearer " .. key end
-if session ~= "" then headers["Mcp-Session-Id"] = session end
 
 local counter = 0
 local fixed_request = nil
@@ -40,6 +47,9 @@ bad = 0
 first_bad = ""
 
 function init(args)
+  -- thread_session is set by setup() before init runs, in this thread's own Lua state.
+  if thread_session ~= nil then session = thread_session end
+  if session ~= "" then headers["Mcp-Session-Id"] = session end
   if op == "read" then
     fixed_request = wrk.format("POST", nil, headers,
       '{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"' .. uri .. '"}}')

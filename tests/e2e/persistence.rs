@@ -57,6 +57,38 @@ async fn the_stdio_app_and_the_backend_share_one_database_file() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_course_the_backend_read_again_and_again_is_read_anew_once_the_stdio_app_changed_it() {
+    // The backend serves repeated reads of a course from memory while its file is unchanged
+    // (ADR 0035): a change by another process must still be what the very next read returns.
+    let (_folder, database) = fresh_database();
+    let backend = start_backend(&database, Some("chave-cache")).await;
+    let over_http = backend.client(Era::Initialize).await;
+    let (over_stdio, _stderr) = stdio_client(&database, Era::Initialize).await;
+    let created = create(&over_http, "Lido muitas vezes").await["structuredContent"].clone();
+    let uri = format!("cursos://{}", created["id"].as_str().expect("id"));
+    for round in 1..=3 {
+        for _ in 0..3 {
+            assert_eq!(read(&over_http, &uri).await["versao"], round, "round {round}");
+        }
+        let arguments = json!({"id": created["id"], "cargaHoraria": 8 + round}).as_object().cloned().expect("object");
+        let updated = json!(
+            over_stdio
+                .call_tool(CallToolRequestParams::new("atualizar_curso").with_arguments(arguments))
+                .await
+                .expect("call")
+        );
+        assert_eq!(updated["isError"], false, "{updated}");
+        // No wait: the stdio app answered, so the change is committed.
+        let read_after = read(&over_http, &uri).await;
+        assert_eq!(read_after, updated["structuredContent"], "round {round}");
+        assert_eq!(read_after["cargaHoraria"], 8 + round);
+    }
+    over_stdio.cancel().await.expect("close");
+    over_http.cancel().await.expect("close");
+    assert!(backend.stop().await.success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_creates_of_one_title_from_both_apps_let_exactly_one_win() {
     let (_folder, database) = fresh_database();
     let backend = start_backend(&database, Some("chave-corrida")).await;

@@ -25,6 +25,7 @@ mod sql_store;
 mod sqlite;
 mod sqlite_file;
 mod sqlite_follow;
+mod sqlite_read_cache;
 mod sqlite_writer;
 mod store;
 mod workload_hours;

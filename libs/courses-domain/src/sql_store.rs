@@ -438,6 +438,21 @@ pub(crate) trait SqlBackend: Send + Sync + std::fmt::Debug + 'static {
     /// [`StoreError`] when no connection is available, or `read`'s own.
     fn run_read<T>(&self, read: impl SharedRead<T>) -> Result<T, StoreError>;
 
+    /// Finds the course `id` with `read` (the shared statement, through [`run_read`](Self::run_read)).
+    /// A backend that can answer from memory while that is provably current wraps `read` (SQLite's
+    /// read cache, ADR 0035); the default just reads.
+    ///
+    /// # Errors
+    /// `read`'s.
+    fn find_through(
+        &self,
+        id: CourseId,
+        read: impl FnOnce() -> Result<Option<Course>, StoreError>,
+    ) -> Result<Option<Course>, StoreError> {
+        let _ = id;
+        read()
+    }
+
     /// Runs `write`, a write described by `change`, atomically, with the backend's own locks and
     /// notices; `context` names it in a store failure.
     ///
@@ -504,7 +519,7 @@ impl<Store: SqlBackend> CourseStore for Store {
     }
 
     fn find(&self, id: CourseId) -> Result<Option<Course>, StoreError> {
-        self.run_read(|connection| find(connection, id))
+        self.find_through(id, || self.run_read(|connection| find(connection, id)))
     }
 
     fn active_page(&self, after: Option<PageCursor>, limit: usize) -> Result<Vec<(Course, PageCursor)>, StoreError> {

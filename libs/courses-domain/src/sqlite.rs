@@ -20,15 +20,16 @@ use diesel::result::{DatabaseErrorKind, Error as DieselError};
 use diesel::sqlite::SqliteConnection;
 use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
 
-use crate::StoreError;
 use crate::sql_store::{
     self, ChangeSummary, CourseRow, SharedRead, SharedWrite, SqlBackend, SqlConnection, WriteResult, Written,
     write_error,
 };
 use crate::sqlite_file::DatabaseFile;
 use crate::sqlite_follow::OwnWrites;
+use crate::sqlite_read_cache::ReadCache;
 use crate::sqlite_writer::{BatchFailure, WriteFailure, Writer};
 use crate::store::{ChangeFollower, RemoteChange, Unwritable, WriteError};
+use crate::{Course, CourseId, StoreError};
 
 const MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations");
 
@@ -84,6 +85,8 @@ pub struct SqliteStore {
     own_writes: std::sync::Arc<OwnWrites>,
     /// How the writer's and the follower's connections are set up.
     settings: ConnectionSettings,
+    /// The courses `find` read last, while the file is unchanged (none: `-shm` unreadable).
+    read_cache: Option<std::sync::Arc<ReadCache>>,
     path: PathBuf,
 }
 
@@ -185,8 +188,16 @@ impl SqliteStore {
         let settings = ConnectionSettings { busy_timeout };
         let writer = Writer::start(path, std::sync::Arc::clone(&file), std::sync::Arc::clone(&own_writes), settings)
             .map_err(|error| open_error(error.into()))?;
+        // After the writer: the file is in WAL mode and this process holds its `-shm` open.
+        let read_cache = match ReadCache::open(path) {
+            Ok(cache) => Some(std::sync::Arc::new(cache)),
+            Err(error) => {
+                tracing::warn!(path = %path.display(), %error, "no read cache: the WAL index cannot be read");
+                None
+            }
+        };
         tracing::debug!(path = %path.display(), "course store opened");
-        Ok(Self { pool, writer, file, own_writes, settings, path: path.to_owned() })
+        Ok(Self { pool, writer, file, own_writes, settings, read_cache, path: path.to_owned() })
     }
 
     /// Starts following the changes other processes commit to this file (another app, another
@@ -287,6 +298,12 @@ impl SqliteStore {
         self.writer.kill_for_tests();
     }
 
+    /// Reads `find` served from its cache so far.
+    #[cfg(test)]
+    pub(crate) fn read_cache_hits(&self) -> u64 {
+        self.read_cache.as_ref().map_or(0, |cache| cache.hits())
+    }
+
     /// Transactions the writer committed so far (each holds one or more writes).
     #[cfg(test)]
     pub(crate) fn commits(&self) -> u64 {
@@ -314,6 +331,27 @@ impl SqlBackend for SqliteStore {
 
     fn run_read<T>(&self, read: impl SharedRead<T>) -> Result<T, StoreError> {
         read(&mut SqlConnection::Sqlite(&mut *self.connection()?))
+    }
+
+    /// From the read cache while the WAL index says nothing was committed since the course was
+    /// read, by any process (`sqlite_read_cache.rs`, ADR 0035): never a stale course.
+    fn find_through(
+        &self,
+        id: CourseId,
+        read: impl FnOnce() -> Result<Option<Course>, StoreError>,
+    ) -> Result<Option<Course>, StoreError> {
+        // The file's version before the row: a commit in between makes the next read miss.
+        let version = self.read_cache.as_ref().and_then(|cache| Some((cache, cache.version()?)));
+        if let Some((cache, version)) = &version
+            && let Some(course) = cache.get(version, id)
+        {
+            return Ok(Some(course));
+        }
+        let found = read()?;
+        if let (Some((cache, version)), Some(course)) = (version, &found) {
+            cache.put(version, course);
+        }
+        Ok(found)
     }
 
     /// In the writer's next batch. Its transaction is immediate: the write lock is held before
