@@ -59,7 +59,7 @@ async fn the_stdio_app_and_the_backend_share_one_database_file() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_course_the_backend_read_again_and_again_is_read_anew_once_the_stdio_app_changed_it() {
     // The backend serves repeated reads of a course from memory while its file is unchanged
-    // (ADR 0035): a change by another process must still be what the very next read returns.
+    // (ADR 0034): a change by another process must still be what the very next read returns.
     let (_folder, database) = fresh_database();
     let backend = start_backend(&database, Some("chave-cache")).await;
     let over_http = backend.client(Era::Initialize).await;

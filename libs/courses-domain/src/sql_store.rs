@@ -440,7 +440,7 @@ pub(crate) trait SqlBackend: Send + Sync + std::fmt::Debug + 'static {
 
     /// Finds the course `id` with `read` (the shared statement, through [`run_read`](Self::run_read)).
     /// A backend that can answer from memory while that is provably current wraps `read` (SQLite's
-    /// read cache, ADR 0035); the default just reads.
+    /// read cache, ADR 0034); the default just reads.
     ///
     /// # Errors
     /// `read`'s.

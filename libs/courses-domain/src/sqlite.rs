@@ -334,7 +334,7 @@ impl SqlBackend for SqliteStore {
     }
 
     /// From the read cache while the WAL index says nothing was committed since the course was
-    /// read, by any process (`sqlite_read_cache.rs`, ADR 0035): never a stale course.
+    /// read, by any process (`sqlite_read_cache.rs`, ADR 0034): never a stale course.
     fn find_through(
         &self,
         id: CourseId,
