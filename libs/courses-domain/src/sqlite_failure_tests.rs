@@ -229,6 +229,23 @@ struct SmallDisk {
 }
 
 impl SmallDisk {
+    /// A small disk in a fresh temporary folder for `test`, or none (said loudly) when this user
+    /// cannot mount one.
+    fn mount_for(test: &str) -> Option<(tempfile::TempDir, Self)> {
+        if !is_root() {
+            announce_not_run(test, "mounting a small tmpfs needs root");
+            return None;
+        }
+        let folder = tempfile::tempdir().expect("temp dir");
+        match Self::mount(&folder.path().join("disk")) {
+            Ok(disk) => Some((folder, disk)),
+            Err(reason) => {
+                announce_not_run(test, &format!("cannot mount a tmpfs ({reason})"));
+                None
+            }
+        }
+    }
+
     fn mount(folder: &Path) -> Result<Self, String> {
         std::fs::create_dir_all(folder).map_err(|error| error.to_string())?;
         let status = std::process::Command::new("mount")
@@ -265,19 +282,7 @@ impl Drop for SmallDisk {
 /// test above covers `SQLITE_FULL` for everyone).
 #[test]
 fn a_disk_that_fills_during_a_batch_leaves_its_outcome_unknown_and_loses_nothing_acknowledged() {
-    const TEST: &str = "a_disk_that_fills_during_a_batch_...";
-    if !is_root() {
-        announce_not_run(TEST, "mounting a small tmpfs needs root");
-        return;
-    }
-    let folder = tempfile::tempdir().expect("temp dir");
-    let disk = match SmallDisk::mount(&folder.path().join("disk")) {
-        Ok(disk) => disk,
-        Err(reason) => {
-            announce_not_run(TEST, &format!("cannot mount a tmpfs ({reason})"));
-            return;
-        }
-    };
+    let Some((_folder, disk)) = SmallDisk::mount_for("a_disk_that_fills_during_a_batch_...") else { return };
     let path = disk.folder.join("cursos.db");
     let store = SqliteStore::open(&path).expect("open store");
     let before: Vec<String> = (0..3).map(|number| format!("Reconhecido {number}")).collect();
@@ -321,18 +326,8 @@ impl SmallDisk {
 /// batch with `DiskFull` (nothing written), as `/ready` says, instead of failing its `COMMIT`.
 #[test]
 fn a_disk_already_full_refuses_the_batch_before_writing_it() {
-    const TEST: &str = "a_disk_already_full_refuses_the_batch_before_writing_it";
-    if !is_root() {
-        announce_not_run(TEST, "mounting a small tmpfs needs root");
+    let Some((_folder, disk)) = SmallDisk::mount_for("a_disk_already_full_refuses_the_batch_before_writing_it") else {
         return;
-    }
-    let folder = tempfile::tempdir().expect("temp dir");
-    let disk = match SmallDisk::mount(&folder.path().join("disk")) {
-        Ok(disk) => disk,
-        Err(reason) => {
-            announce_not_run(TEST, &format!("cannot mount a tmpfs ({reason})"));
-            return;
-        }
     };
     let path = disk.folder.join("cursos.db");
     let store = SqliteStore::open(&path).expect("open store");
