@@ -627,6 +627,28 @@ async fn health_needs_no_key_and_requests_to_mcp_that_are_not_mcp_are_refused_wi
     assert_eq!(app.total().await, 0, "nothing was written");
 }
 
+/// A JSON answer keeps its length through every layer (the metrics and log observer wraps its
+/// body), so hyper sends `Content-Length` rather than chunked encoding (bench/RESULTS.md).
+#[tokio::test]
+async fn a_json_answer_carries_its_exact_length() {
+    use axum::body::HttpBody as _;
+
+    // Stateless: JSON answers (stateful mode answers in SSE, a stream of unknown length).
+    let app = TestApp::start(&["--session-mode", "stateless"]);
+    let authorization = bearer(&app.writer);
+    let headers = [
+        ("authorization", authorization.as_str()),
+        ("mcp-method", "resources/read"),
+        ("mcp-name", "cursos://catalogo"),
+    ];
+    let body = modern_body("resources/read", json!({"uri": "cursos://catalogo"}));
+    let response = app.router.clone().oneshot(post("/mcp", &headers, body)).await.expect("infallible");
+    assert_eq!(response.status(), StatusCode::OK);
+    let hinted = response.body().size_hint().exact();
+    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await.expect("body");
+    assert_eq!(hinted, Some(u64::try_from(bytes.len()).expect("length")), "{}", String::from_utf8_lossy(&bytes));
+}
+
 // ---- Limits per key ----
 
 #[tokio::test]

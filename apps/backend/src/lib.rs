@@ -378,8 +378,6 @@ async fn count_response(State(metrics): State<Arc<Metrics>>, request: Request, n
 /// and observes it until its response body has been sent (for SSE, until the stream ends): one
 /// log event per request, and the metrics when they are on.
 async fn observe_mcp_request(State(metrics): State<Option<Arc<Metrics>>>, request: Request, next: Next) -> Response {
-    use futures_util::StreamExt as _;
-
     let (parts, body) = request.into_parts();
     let Ok(bytes) = axum::body::to_bytes(body, MAX_REQUEST_BODY_BYTES).await else {
         return jsonrpc_body::payload_too_large();
@@ -389,14 +387,15 @@ async fn observe_mcp_request(State(metrics): State<Option<Arc<Metrics>>>, reques
     let response = next.run(Request::from_parts(parts, axum::body::Body::from(bytes))).await;
     timer.set_status(response.status().as_u16());
     let (parts, body) = response.into_parts();
-    let body = body.into_data_stream().map(move |chunk| {
-        // The timer lives as long as the body stream: dropping it records the request.
-        if let Ok(bytes) = &chunk {
+    // Frame by frame with `inspect_frame`, which keeps the body's size hint: a JSON answer keeps
+    // its Content-Length instead of going out chunked (a stream wrapper, or `map_frame`, loses it). The timer lives as long as
+    // the body: dropping it records the request.
+    let body = http_body_util::BodyExt::inspect_frame(body, move |frame| {
+        if let Some(bytes) = frame.data_ref() {
             timer.saw_response_bytes(bytes);
         }
-        chunk
     });
-    Response::from_parts(parts, axum::body::Body::from_stream(body))
+    Response::from_parts(parts, axum::body::Body::new(body))
 }
 
 /// The `/mcp` gate: 400 for more than one `Authorization` header, 401 with `WWW-Authenticate:
