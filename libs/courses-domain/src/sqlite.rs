@@ -167,6 +167,12 @@ impl SqliteStore {
             // A local file's connection does not go stale: skip r2d2's `SELECT 1` on every checkout
             // (a statement parse per request; see bench/RESULTS.md). A broken one still errors.
             .test_on_check_out(false)
+            // Nor does it need recycling: r2d2 would otherwise close every connection idle for
+            // 10 min or older than 30 min, leaving moments with none open. The store keeps one
+            // open for its life: its SHARED lock keeps the `-shm` the read cache watches from
+            // being deleted under it (ADR 0034).
+            .idle_timeout(None)
+            .max_lifetime(None)
             .connection_customizer(Box::new(ConnectionSettings { busy_timeout }))
             .build(manager)
             .map_err(|error| open_error(error.into()))?;
