@@ -75,12 +75,7 @@ impl TestDatabase {
                     diesel::SqliteConnection::establish(&path.to_string_lossy()).expect("connect to the file");
                 connection.batch_execute(sql).expect("run the statements");
             }
-            Self::Postgres(schema) => {
-                let mut connection = PgConnection::establish(&schema.url).expect("connect to PostgreSQL");
-                connection
-                    .batch_execute(&format!("SET search_path TO \"{}\", public; {sql}", schema.name))
-                    .expect("run the statements");
-            }
+            Self::Postgres(schema) => schema.execute(sql),
         }
     }
 }
@@ -106,6 +101,14 @@ impl TestSchema {
     /// A store of its own (its own pool) on this schema.
     pub(crate) fn open(&self) -> PostgresStore {
         PostgresStore::open_in_schema(&self.url, &self.name).expect("open store")
+    }
+
+    /// Runs `sql` in this schema on a connection of its own, as an operator would.
+    pub(crate) fn execute(&self, sql: &str) {
+        let mut connection = PgConnection::establish(&self.url).expect("connect to PostgreSQL");
+        connection
+            .batch_execute(&format!("SET search_path TO \"{}\", public; {sql}", self.name))
+            .expect("run the statements");
     }
 }
 

@@ -28,7 +28,7 @@ use diesel::connection::SimpleConnection;
 use diesel::pg::PgConnection;
 use diesel::prelude::*;
 use diesel::r2d2::{ConnectionManager, CustomizeConnection, Pool, PooledConnection};
-use diesel::result::Error as DieselError;
+use diesel::result::{DatabaseErrorKind, Error as DieselError};
 use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
 
 use crate::sql_store::schema::{catalog_counters, courses};
@@ -36,7 +36,7 @@ use crate::sql_store::{
     self, ActiveCourses, ChangeSummary, CourseRow, SharedRead, SharedWrite, SqlBackend, SqlConnection, WriteResult,
     Written, write_error,
 };
-use crate::store::{ChangeFollower, RemoteChange};
+use crate::store::{ChangeFollower, RemoteChange, WriteError};
 use crate::{CourseId, StoreError};
 
 const MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations_postgres");
@@ -431,10 +431,15 @@ impl SqlBackend for PostgresStore {
     /// In a READ COMMITTED transaction of its own: a write that changes the active set takes the
     /// creation lock first ([`lock_active_set`]), and a write that stored something announces
     /// itself to the other replicas ([`notify_change`], delivered only if it commits).
+    ///
+    /// A `COMMIT` that got no answer (the connection was lost while it ran) is
+    /// [`WriteError::OutcomeUnknown`]: the server may have committed before the connection broke.
+    /// Any other error, the `COMMIT`'s own refusals included, means PostgreSQL rolled back.
     fn run_write<T>(&self, context: &'static str, change: ChangeSummary, write: impl SharedWrite<T>) -> WriteResult<T>
     where
         T: Written + Send + 'static,
     {
+        let committing = std::cell::Cell::new(false);
         self.connection()?
             .transaction(|connection| {
                 if change.changes_active_set {
@@ -444,13 +449,34 @@ impl SqlBackend for PostgresStore {
                 if outcome.wrote() {
                     notify_change(connection, self.announcer(), &change)?;
                 }
+                // Every statement was answered: an error from here on is the COMMIT's.
+                committing.set(true);
                 Ok(outcome)
             })
-            .map_err(|error| write_error(context, error))
+            .map_err(|error| {
+                if committing.get() && commit_went_unanswered(&error) {
+                    WriteError::OutcomeUnknown(StoreError::new(context, error))
+                } else {
+                    write_error(context, error)
+                }
+            })
     }
 
     fn follow_changes(&self, on_change: Box<dyn Fn(RemoteChange) + Send>) -> ChangeFollower {
         PostgresStore::follow_changes(self, on_change)
+    }
+}
+
+/// Whether a failed `COMMIT` failed for want of an answer (the connection closed, or the command
+/// could not be sent) rather than by PostgreSQL's refusal. diesel reports it as such, or, when its
+/// rollback after the failed `COMMIT` fails too, wraps it in `RollbackErrorOnCommit`.
+fn commit_went_unanswered(error: &DieselError) -> bool {
+    match error {
+        DieselError::DatabaseError(DatabaseErrorKind::ClosedConnection | DatabaseErrorKind::UnableToSendCommand, _) => {
+            true
+        }
+        DieselError::RollbackErrorOnCommit { commit_error, .. } => commit_went_unanswered(commit_error),
+        _ => false,
     }
 }
 
@@ -477,7 +503,7 @@ mod tests {
 
     use super::{RemoteChange, contains_pattern, is_not_up_yet, is_plain_identifier, notice_payload, parse_notice};
     use crate::catalog_tests::TestSchema;
-    use crate::{Catalog, CourseStore, CourseTitle, NewCourse, Provenance, WorkloadHours};
+    use crate::{Catalog, CourseStore, CourseTitle, CreateCourseError, NewCourse, Provenance, WorkloadHours};
 
     #[test]
     fn only_a_server_that_is_not_up_yet_is_tried_again() {
@@ -596,6 +622,48 @@ mod tests {
         assert_eq!(second, RemoteChange { course_id: created.id(), changes_listing: false });
         assert!(received.try_recv().is_err(), "nothing else: not the local write, not the refusal");
         drop(follower);
+    }
+
+    /// A real COMMIT that loses its connection: a deferred constraint trigger, run by PostgreSQL at
+    /// COMMIT, terminates its own backend for one title and refuses another with an error.
+    #[test]
+    fn a_commit_that_loses_its_connection_is_an_unknown_outcome_and_a_refused_commit_wrote_nothing() {
+        let Some(schema) = TestSchema::create() else { return };
+        let catalog = Catalog::new(schema.open());
+        schema.execute(
+            "CREATE FUNCTION at_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                IF NEW.title = 'Cai no commit' THEN PERFORM pg_terminate_backend(pg_backend_pid()); END IF;
+                IF NEW.title = 'Recusado no commit' THEN RAISE EXCEPTION 'refused at commit'; END IF;
+                RETURN NULL;
+            END $$;
+            CREATE CONSTRAINT TRIGGER at_commit AFTER INSERT ON courses
+                DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION at_commit();",
+        );
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        let create = |title: &str| {
+            let new_course = NewCourse {
+                title: CourseTitle::parse(title).expect("title"),
+                workload_hours: WorkloadHours::parse(10).expect("hours"),
+            };
+            runtime.block_on(catalog.create(new_course, Provenance::new("teste", "criar_curso", "{}")))
+        };
+
+        create("Antes").expect("an ordinary creation commits");
+        let lost = create("Cai no commit");
+        assert!(matches!(lost, Err(CreateCourseError::OutcomeUnknown(_))), "{lost:?}");
+        let refused = create("Recusado no commit");
+        assert!(matches!(refused, Err(CreateCourseError::Store(_))), "{refused:?}");
+        create("Depois").expect("the pool replaced the lost connection");
+
+        let titles: Vec<String> = runtime
+            .block_on(catalog.active_page(None, crate::PageSize::default()))
+            .expect("page")
+            .courses
+            .iter()
+            .map(|course| course.title().as_str().to_owned())
+            .collect();
+        assert_eq!(titles, ["Antes", "Depois"], "neither failed COMMIT stored its course");
     }
 
     #[test]

@@ -125,9 +125,8 @@ pub struct PoolStatus {
 /// them off the async runtime's worker threads.
 ///
 /// **Contract:** every error of a write means nothing of it was written, except
-/// [`WriteError::OutcomeUnknown`], which says that is unknown. (The SQLite store keeps this;
-/// [`PostgresStore`](crate::PostgresStore) still reports a `COMMIT` that lost its connection as
-/// [`WriteError::Store`], whose outcome is in truth unknown: issue 14's follow-up.)
+/// [`WriteError::OutcomeUnknown`], which says that is unknown (SQLite: a failed `COMMIT`;
+/// PostgreSQL: a `COMMIT` whose connection was lost before it was answered).
 /// `insert` and `replace` fail with [`WriteError::DuplicateTitle`], writing nothing,
 /// when the course is active and another active course has the same
 /// [`comparison_key`](crate::CourseTitle::comparison_key), also when two writers race.
