@@ -2,8 +2,8 @@
 //!
 //! Rereading a file of a few hundred bytes twice a second costs nothing, keeps file I/O off the
 //! request path and, unlike comparing modification times, never misses a change made within the
-//! file system's timestamp granularity. What is reread here is only text; each user (the policy
-//! file, ADR 0036) parses it and decides what an unusable file means.
+//! file system's timestamp granularity. What is reread here is only text; each user (the backend's
+//! keys file, the policy file of ADR 0036) parses it and decides what an unusable file means.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -12,8 +12,9 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-/// The largest file read: an operator's file of rules, never near this.
-pub const MAX_FILE_BYTES: u64 = 64 * 1024;
+/// The largest file read: an operator's file of keys or rules (a keys file of 10,000 keys is
+/// about 1 MB), never near this.
+pub const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
 
 /// How often a running server rereads the files an operator edits (keys, policy).
 pub const RELOAD_INTERVAL: Duration = Duration::from_millis(500);
