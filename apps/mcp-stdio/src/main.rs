@@ -4,7 +4,7 @@
 //! with status 0 when its stdin closes, at any point of the session. Everything between the
 //! settings and the streams is in the library (`mcp_cursos_stdio::serve`, ADR 0024).
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
 use anyhow::Context;
@@ -95,17 +95,30 @@ async fn run() -> anyhow::Result<()> {
         None => mcp_cursos_stdio::default_database_path()
             .context("no per-user data folder (HOME is not set): set DATABASE_PATH to the catalog's SQLite file")?,
     };
-    let policy = match &settings.policy_file {
-        Some(path) => Some(PolicyFile::load(path).map_err(|error| {
-            let shown = std::path::absolute(path).unwrap_or_else(|_| path.clone());
+    let policy = settings.policy_file.as_deref().map(|path| {
+        PolicyFile::load(path).map_err(|error| {
+            let shown = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
             anyhow::anyhow!("{error}: invalid POLICY_FILE={}", shown.display())
-        })?),
-        None => None,
-    };
+        })
+    });
     if let Some(StdioCommand::Check) = settings.command {
-        let passed = mcp_cursos_stdio::check(settings.database_url.as_deref(), &database_path, std::io::stdout())?;
+        let mut passed = true;
+        if let Some(loaded) = &policy {
+            let line = match loaded {
+                Ok((_, policy)) => format!("ok: POLICY_FILE ({})", policy.summary()),
+                Err(error) => {
+                    passed = false;
+                    format!("error: {error}")
+                }
+            };
+            let mut stdout = std::io::stdout().lock();
+            stdout.write_all(format!("{line}\n").as_bytes())?;
+            stdout.flush()?;
+        }
+        passed &= mcp_cursos_stdio::check(settings.database_url.as_deref(), &database_path, std::io::stdout())?;
         std::process::exit(i32::from(!passed));
     }
+    let policy = policy.transpose()?;
     // Caught from here on: a signal during the start is a graceful stop too.
     let stop = mcp_cursos_stdio::interrupted();
     let database = open_database(settings.database_url.as_deref(), &database_path)?;
