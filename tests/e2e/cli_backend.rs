@@ -18,6 +18,7 @@ fn help_documents_every_setting_with_its_environment_variable() {
         ("--database-path", "DATABASE_PATH"),
         ("--api-key", "API_KEY"),
         ("--keys-file", "KEYS_FILE"),
+        ("--policy-file", "POLICY_FILE"),
         ("--rate-limit", "RATE_LIMIT"),
         ("--max-sessions-per-key", "MAX_SESSIONS_PER_KEY"),
         ("--max-connections", "MAX_CONNECTIONS"),

@@ -15,6 +15,7 @@ fn help_documents_every_setting_with_its_default_and_environment_variable() {
     assert!(help.contains("[env: DATABASE_PATH"), "{help}");
     assert!(help.contains("per-user data folder") && !help.contains("./data/cursos.db"), "{help}");
     assert!(help.contains("--resource-tools") && help.contains("[env: RESOURCE_TOOLS"), "{help}");
+    assert!(help.contains("--policy-file") && help.contains("[env: POLICY_FILE"), "{help}");
 }
 
 #[test]

@@ -11,6 +11,7 @@ mod http_edges;
 mod live_updates;
 mod operations;
 mod persistence;
+mod policy;
 mod probe;
 mod scenario;
 mod security;

@@ -268,8 +268,18 @@ pub(crate) async fn stdio_client_with<H: rmcp::ClientHandler>(
     database: &Path,
     era: Era,
 ) -> (RunningService<RoleClient, H>, Lines) {
+    stdio_client_with_env(handler, database, era, &[]).await
+}
+
+/// [`stdio_client_with`] with extra environment variables (`POLICY_FILE`, ...).
+pub(crate) async fn stdio_client_with_env<H: rmcp::ClientHandler>(
+    handler: H,
+    database: &Path,
+    era: Era,
+    environment: &[(&str, &str)],
+) -> (RunningService<RoleClient, H>, Lines) {
     let command = Command::new(binary("mcp-cursos-stdio")).configure(|command| {
-        command.env_clear().env("DATABASE_PATH", database).env("RUST_LOG", "info");
+        command.env_clear().env("DATABASE_PATH", database).env("RUST_LOG", "info").envs(environment.iter().copied());
     });
     let (transport, stderr) =
         TokioChildProcess::builder(command).stderr(Stdio::piped()).spawn().expect("spawn stdio app");

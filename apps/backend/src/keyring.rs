@@ -1,31 +1,30 @@
 //! [`Keyring`]: the keys a running server accepts, reloaded from the keys file without a restart.
 //!
 //! **Reload.** [`Keyring::watch`] rereads the keys file every [`RELOAD_INTERVAL`] on the
-//! blocking pool, and swaps in the new set when its text changed and parses. Reading a file of a
-//! few hundred bytes twice a second costs nothing, keeps file I/O off the request path and, unlike
-//! comparing modification times, never misses a change made within the file system's timestamp
-//! granularity. So a key added or revoked is accepted or refused at most [`RELOAD_INTERVAL`]
-//! (plus one read) after the file changed, with no restart.
+//! blocking pool ([`mcp_server::reloaded_file`], which the policy file shares), and swaps in the
+//! new set when its text changed and parses. So a key added or revoked is accepted or refused at
+//! most [`RELOAD_INTERVAL`] (plus one read) after the file changed, with no restart.
 //!
 //! **A bad file never locks everyone out.** A file that cannot be read, does not parse, or is
 //! empty (zero bytes: what an editor's truncate-then-write shows for a moment, whereas a file made
 //! by `keys create` always has a header) leaves the previous set in force and logs one warning per
 //! distinct problem. To revoke every key, leave the file with only comments.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+use mcp_server::reloaded_file::{self, ReloadedFile, Reread};
 use mcp_server::{Caller, Scope};
-use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
 use crate::api_key::ApiKey;
 use crate::key_name::KeyName;
 use crate::keys_file::{KeyHash, KeysFile, KeysFileError};
 
-/// How often a running server rereads its keys file: the longest a revoked key keeps working.
-pub const RELOAD_INTERVAL: Duration = Duration::from_millis(500);
+/// How often a running server rereads its keys file (and its policy file): the longest a revoked
+/// key keeps working.
+pub const RELOAD_INTERVAL: Duration = reloaded_file::RELOAD_INTERVAL;
 
 /// One accepted key: the hash to compare with and the caller it authenticates as.
 #[derive(Debug)]
@@ -43,15 +42,7 @@ pub struct Keyring {
     /// The keys file's set, swapped whole on reload.
     from_file: Arc<RwLock<Arc<Vec<Accepted>>>>,
     /// The file and what was last seen in it.
-    file: Option<Arc<std::sync::Mutex<WatchedFile>>>,
-}
-
-/// The keys file as the watcher last saw it.
-#[derive(Debug)]
-struct WatchedFile {
-    path: PathBuf,
-    /// SHA-256 of the text last read (valid or not), or of the error last reported.
-    last_seen: [u8; 32],
+    file: Option<Arc<ReloadedFile>>,
 }
 
 /// What [`Keyring::reload`] did.
@@ -85,12 +76,10 @@ impl Keyring {
             Some(path) => {
                 // One read for both the keys and what the watcher compares with, so a change made
                 // right now is not mistaken for the text already loaded.
-                let io_error = |source| KeysFileError::Io { path: path.to_owned(), cause: source };
-                let bytes = std::fs::read(path).map_err(io_error)?;
-                let text = String::from_utf8(bytes).map_err(|_| io_error(std::io::ErrorKind::InvalidData.into()))?;
+                let (watched, text) =
+                    ReloadedFile::open(path).map_err(|cause| KeysFileError::Io { path: path.to_owned(), cause })?;
                 let keys = KeysFile::parse(&text)?;
-                let watched = WatchedFile { path: path.to_owned(), last_seen: digest(text.as_bytes()) };
-                (accepted(&keys), Some(Arc::new(std::sync::Mutex::new(watched))))
+                (accepted(&keys), Some(Arc::new(watched)))
             }
             None => (Vec::new(), None),
         };
@@ -134,35 +123,24 @@ impl Keyring {
         let Some(file) = &self.file else {
             return Reload::Unchanged;
         };
-        let mut file = file.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let read = std::fs::read(&file.path);
-        let seen = match &read {
-            Ok(text) => digest(text),
-            Err(error) => digest(error.to_string().as_bytes()),
-        };
-        if seen == file.last_seen {
-            return Reload::Unchanged;
-        }
-        file.last_seen = seen;
+        let path = file.path().display();
         let kept = self.len().saturating_sub(usize::from(self.fixed.is_some()));
-        let text = match read {
-            Ok(text) if text.is_empty() => {
-                tracing::warn!(path = %file.path.display(), kept, "the keys file is empty (being written?); keeping the keys loaded before. Leave a comment line to revoke every key");
+        let text = match file.reread() {
+            Reread::Unchanged => return Reload::Unchanged,
+            Reread::Changed(text) => text,
+            Reread::Empty => {
+                tracing::warn!(%path, kept, "the keys file is empty (being written?); keeping the keys loaded before. Leave a comment line to revoke every key");
                 return Reload::KeptPrevious;
             }
-            Ok(text) => text,
-            Err(error) => {
-                tracing::warn!(path = %file.path.display(), %error, kept, "cannot read the keys file; keeping the keys loaded before");
+            Reread::Unreadable(error) => {
+                tracing::warn!(%path, %error, kept, "cannot read the keys file; keeping the keys loaded before");
                 return Reload::KeptPrevious;
             }
         };
-        let keys = match std::str::from_utf8(&text)
-            .map_err(|_| "not UTF-8".to_owned())
-            .and_then(|text| KeysFile::parse(text).map_err(|error| error.to_string()))
-        {
+        let keys = match KeysFile::parse(&text) {
             Ok(keys) => keys,
             Err(error) => {
-                tracing::warn!(path = %file.path.display(), %error, kept, "the keys file is not valid; keeping the keys loaded before");
+                tracing::warn!(%path, %error, kept, "the keys file is not valid; keeping the keys loaded before");
                 return Reload::KeptPrevious;
             }
         };
@@ -173,7 +151,7 @@ impl Keyring {
         let added: Vec<String> = new_names.iter().filter(|name| !old_names.contains(name)).cloned().collect();
         let removed: Vec<String> = old_names.iter().filter(|name| !new_names.contains(name)).cloned().collect();
         *current = Arc::new(new_set);
-        tracing::info!(path = %file.path.display(), keys = new_names.len(), ?added, ?removed, "keys file reloaded");
+        tracing::info!(%path, keys = new_names.len(), ?added, ?removed, "keys file reloaded");
         Reload::Replaced { added, removed }
     }
 
@@ -181,19 +159,8 @@ impl Keyring {
     pub fn watch(&self, interval: Duration, shutdown: CancellationToken) -> Option<tokio::task::JoinHandle<()>> {
         self.file.as_ref()?;
         let keyring = self.clone();
-        Some(tokio::spawn(async move {
-            let mut ticks = tokio::time::interval(interval);
-            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                tokio::select! {
-                    () = shutdown.cancelled() => return,
-                    _ = ticks.tick() => {}
-                }
-                let keyring = keyring.clone();
-                if let Err(error) = tokio::task::spawn_blocking(move || keyring.reload()).await {
-                    tracing::warn!(%error, "reloading the keys file failed");
-                }
-            }
+        Some(reloaded_file::every(interval, shutdown, "keys", move || {
+            keyring.reload();
         }))
     }
 }
@@ -203,10 +170,6 @@ fn accepted(keys: &KeysFile) -> Vec<Accepted> {
         .iter()
         .map(|entry| Accepted { hash: entry.hash.clone(), caller: Caller::new(entry.name.as_str(), entry.scope) })
         .collect()
-}
-
-fn digest(bytes: &[u8]) -> [u8; 32] {
-    Sha256::digest(bytes).into()
 }
 
 #[cfg(test)]

@@ -35,6 +35,7 @@ async fn main() -> anyhow::Result<()> {
     }
     backend::startup::check_no_auth(&settings)?;
     let guard = backend::startup::request_guard(&settings)?;
+    let policy = backend::startup::load_policy(settings.policy_file.as_deref())?;
     if let Some(warning) = backend::exposure_warning(&settings.host, &guard) {
         tracing::warn!("{warning}");
     }
@@ -88,6 +89,15 @@ async fn main() -> anyhow::Result<()> {
         Some(secret) => state
             .with_confirmation_secret(secret.as_bytes())
             .context("invalid CONFIRMATION_SECRET (generate one with `openssl rand -hex 32`)")?,
+        None => state,
+    };
+    let state = match policy {
+        Some((policy_file, policy)) => {
+            tracing::info!(policy = %policy.summary(), "operator's policy loaded (POLICY_FILE)");
+            let state = state.with_policy(policy);
+            policy_file.watch(&state, backend::RELOAD_INTERVAL);
+            state
+        }
         None => state,
     };
     // Processes sharing the database (PostgreSQL replicas, apps on one SQLite file) hear of each other's changes.

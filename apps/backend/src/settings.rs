@@ -68,6 +68,13 @@ pub struct Settings {
     #[arg(long, env = "KEYS_FILE", global = true)]
     pub keys_file: Option<PathBuf>,
 
+    /// The operator's policy file (ADR 0036): lines `somente-leitura`, `desativar ferramenta
+    /// <nome>`, `desativar prompt <nome>`, each optionally after `catalogo <nome>`. Reread every
+    /// 500 ms: a tool switched off or on counts within a second, without a restart; clients are
+    /// told (list_changed). Unset: everything enabled.
+    #[arg(long, env = "POLICY_FILE", global = true)]
+    pub policy_file: Option<PathBuf>,
+
     /// Requests per minute allowed to each key (a burst of as many, then a steady rate); beyond
     /// it, 429 with Retry-After and the request is not executed. Off when unset.
     #[arg(long, env = "RATE_LIMIT")]

@@ -63,6 +63,22 @@ pub fn load_keyring(api_key: Option<&ApiKey>, keys_file: Option<&Path>) -> Resul
     })
 }
 
+/// Reads `POLICY_FILE` (if set): the policy to start with, and the file to follow.
+///
+/// # Errors
+/// [`SettingError`] naming `POLICY_FILE`: missing, unreadable, or a line that is not a rule
+/// (with its number).
+pub fn load_policy(
+    policy_file: Option<&Path>,
+) -> Result<Option<(mcp_server::PolicyFile, mcp_server::Policy)>, SettingError> {
+    let Some(path) = policy_file else {
+        return Ok(None);
+    };
+    mcp_server::PolicyFile::load(path)
+        .map(Some)
+        .map_err(|error| SettingError(format!("{error}: invalid POLICY_FILE={}", absolute(path).display())))
+}
+
 /// The request guard of `ALLOWED_HOSTS` and `ALLOWED_ORIGINS`.
 ///
 /// # Errors
@@ -178,6 +194,11 @@ pub async fn check(settings: &Settings) -> Vec<Finding> {
         findings.push(Finding::Warning(
             "neither API_KEY nor KEYS_FILE is set: a new key is generated at every start".to_owned(),
         ));
+    }
+    if settings.policy_file.is_some() {
+        findings.push(finding(load_policy(settings.policy_file.as_deref()).map(|loaded| {
+            format!("POLICY_FILE ({})", loaded.map(|(_, policy)| policy.summary()).unwrap_or_default())
+        })));
     }
     findings.push(finding(bind(&settings.host, settings.port).await.map(|listener| {
         let address =

@@ -4,13 +4,13 @@
 //! with status 0 when its stdin closes, at any point of the session. Everything between the
 //! settings and the streams is in the library (`mcp_cursos_stdio::serve`, ADR 0024).
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Parser;
 use courses_domain::open_database;
-use mcp_server::{CursosServer, ServerOptions, ServerState, UnconfirmedArchive};
+use mcp_server::{CursosServer, PolicyFile, ServerOptions, ServerState, UnconfirmedArchive};
 use tracing_subscriber::EnvFilter;
 
 /// mcp-cursos over stdio: JSON-RPC on stdin/stdout, logs on stderr.
@@ -42,6 +42,13 @@ struct Settings {
     /// `refuse` (default; the model is told why) or `allow` (archive without asking).
     #[arg(long, env = "UNCONFIRMED_ARCHIVE", default_value = "refuse", value_parser = UnconfirmedArchive::parse)]
     unconfirmed_archive: UnconfirmedArchive,
+
+    /// The operator's policy file (ADR 0036): lines `somente-leitura`, `desativar ferramenta
+    /// <nome>`, `desativar prompt <nome>`, each optionally after `catalogo <nome>`. Reread every
+    /// 500 ms: a change counts without a restart and the host is told (list_changed). Unset:
+    /// everything enabled.
+    #[arg(long, env = "POLICY_FILE")]
+    policy_file: Option<PathBuf>,
 
     /// `text` (default) or `json`: one JSON object per log line on stderr, for log collectors.
     #[arg(long, env = "LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
@@ -88,10 +95,30 @@ async fn run() -> anyhow::Result<()> {
         None => mcp_cursos_stdio::default_database_path()
             .context("no per-user data folder (HOME is not set): set DATABASE_PATH to the catalog's SQLite file")?,
     };
+    let policy = settings.policy_file.as_deref().map(|path| {
+        PolicyFile::load(path).map_err(|error| {
+            let shown = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
+            anyhow::anyhow!("{error}: invalid POLICY_FILE={}", shown.display())
+        })
+    });
     if let Some(StdioCommand::Check) = settings.command {
-        let passed = mcp_cursos_stdio::check(settings.database_url.as_deref(), &database_path, std::io::stdout())?;
+        let mut passed = true;
+        if let Some(loaded) = &policy {
+            let line = match loaded {
+                Ok((_, policy)) => format!("ok: POLICY_FILE ({})", policy.summary()),
+                Err(error) => {
+                    passed = false;
+                    format!("error: {error}")
+                }
+            };
+            let mut stdout = std::io::stdout().lock();
+            stdout.write_all(format!("{line}\n").as_bytes())?;
+            stdout.flush()?;
+        }
+        passed &= mcp_cursos_stdio::check(settings.database_url.as_deref(), &database_path, std::io::stdout())?;
         std::process::exit(i32::from(!passed));
     }
+    let policy = policy.transpose()?;
     // Caught from here on: a signal during the start is a graceful stop too.
     let stop = mcp_cursos_stdio::interrupted();
     let database = open_database(settings.database_url.as_deref(), &database_path)?;
@@ -104,6 +131,15 @@ async fn run() -> anyhow::Result<()> {
         unconfirmed_archive: settings.unconfirmed_archive,
     };
     let state = ServerState::new(catalog, options);
+    let state = match policy {
+        Some((policy_file, policy)) => {
+            tracing::info!(policy = %policy.summary(), "operator's policy loaded (POLICY_FILE)");
+            let state = state.with_policy(policy);
+            policy_file.watch(&state, mcp_server::reloaded_file::RELOAD_INTERVAL);
+            state
+        }
+        None => state,
+    };
     // Processes sharing the database (PostgreSQL replicas, apps on one SQLite file) hear of each other's changes.
     let _followers = state.follow_other_processes();
     let (stdin, stdout) = rmcp::transport::stdio_pipes();

@@ -38,6 +38,7 @@ use rmcp::{Peer, RoleServer};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use crate::policy::ListsChanged;
 use crate::uris;
 
 /// The bounds on live updates (ADR 0022). The defaults are the contract's.
@@ -169,6 +170,8 @@ struct Pending {
     uris: Vec<Arc<str>>,
     queued: HashSet<Arc<str>>,
     list_changed: bool,
+    /// The operator's policy changed the tools or the prompts listed (ADR 0036).
+    lists: ListsChanged,
     changes_behind: usize,
 }
 
@@ -177,6 +180,7 @@ struct Pending {
 struct Batch {
     uris: Vec<Arc<str>>,
     list_changed: bool,
+    lists: ListsChanged,
 }
 
 impl Mailbox {
@@ -209,15 +213,29 @@ impl Mailbox {
         keeps_up
     }
 
+    /// Queues the tools' and the prompts' list-changed notices. Two flags at most, however many
+    /// policy changes arrive before the drainer takes them: never puts the listener behind.
+    fn post_lists(&self, lists: ListsChanged) {
+        let mut pending = self.pending.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let added = (lists.tools && !pending.lists.tools) || (lists.prompts && !pending.lists.prompts);
+        pending.lists.tools |= lists.tools;
+        pending.lists.prompts |= lists.prompts;
+        drop(pending);
+        if added {
+            self.wake.notify_one();
+        }
+    }
+
     fn take(&self) -> Option<Batch> {
         let mut pending = self.pending.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         pending.changes_behind = 0;
-        if pending.uris.is_empty() && !pending.list_changed {
+        if pending.uris.is_empty() && !pending.list_changed && pending.lists == ListsChanged::default() {
             return None;
         }
         pending.queued.clear();
         let list_changed = std::mem::take(&mut pending.list_changed);
-        Some(Batch { uris: std::mem::take(&mut pending.uris), list_changed })
+        let lists = std::mem::take(&mut pending.lists);
+        Some(Batch { uris: std::mem::take(&mut pending.uris), list_changed, lists })
     }
 
     /// Resolves once the hub has dropped this listener.
@@ -250,10 +268,14 @@ impl Receiver<'_> {
                 peer.notify_resource_updated(ResourceUpdatedNotificationParam::new(uri)).await.map_err(|_| ())
             }
             (Self::Session(peer), Notice::ListChanged) => peer.notify_resource_list_changed().await.map_err(|_| ()),
+            (Self::Session(peer), Notice::ToolsChanged) => peer.notify_tool_list_changed().await.map_err(|_| ()),
+            (Self::Session(peer), Notice::PromptsChanged) => peer.notify_prompt_list_changed().await.map_err(|_| ()),
             (Self::Stream(sink), notice) => {
                 let sent = match notice {
                     Notice::Updated(uri) => sink.notify_resource_updated(uri).await,
                     Notice::ListChanged => sink.notify_resource_list_changed().await,
+                    Notice::ToolsChanged => sink.notify_tool_list_changed().await,
+                    Notice::PromptsChanged => sink.notify_prompt_list_changed().await,
                 };
                 match sent {
                     Ok(()) => Ok(()),
@@ -270,6 +292,8 @@ impl Receiver<'_> {
 enum Notice<'a> {
     Updated(&'a str),
     ListChanged,
+    ToolsChanged,
+    PromptsChanged,
 }
 
 /// Sends whatever `mailbox` receives to `receiver` until the receiver is gone or too slow.
@@ -282,8 +306,13 @@ pub(crate) async fn drain(mailbox: &Mailbox, receiver: Receiver<'_>, send_timeou
             }
             mailbox.wake.notified().await;
         };
-        let notices =
-            batch.uris.iter().map(|uri| Notice::Updated(uri)).chain(batch.list_changed.then_some(Notice::ListChanged));
+        let notices = batch
+            .uris
+            .iter()
+            .map(|uri| Notice::Updated(uri))
+            .chain(batch.list_changed.then_some(Notice::ListChanged))
+            .chain(batch.lists.tools.then_some(Notice::ToolsChanged))
+            .chain(batch.lists.prompts.then_some(Notice::PromptsChanged));
         for notice in notices {
             match tokio::time::timeout(send_timeout, receiver.send(notice)).await {
                 Ok(Ok(())) => {}
@@ -555,6 +584,23 @@ impl SubscriptionHub {
         drop(listeners);
         for session in closed {
             self.end_slow_session(&session);
+        }
+    }
+
+    /// Tells every 2025-era session and every listen stream that the tools or the prompts listed
+    /// changed (the operator's policy, ADR 0036). A stream whose filter did not ask for them skips
+    /// the notice. Never awaits a client: it only sets two flags in each mailbox.
+    pub(crate) fn announce_lists(&self, lists: ListsChanged) {
+        if lists == ListsChanged::default() {
+            return;
+        }
+        let mut listeners = self.lock();
+        prune_closed_sessions(&mut listeners);
+        for session in listeners.sessions.values() {
+            session.mailbox.post_lists(lists);
+        }
+        for stream in listeners.streams.values() {
+            stream.mailbox.post_lists(lists);
         }
     }
 

@@ -290,6 +290,73 @@ pub(crate) fn scope_refused(tool: &str, caller: &Caller) -> McpError {
     )
 }
 
+/// The longest part of an unknown tool's name quoted back.
+const QUOTED_NAME_CHARS: usize = 100;
+
+/// A tool the operator's policy switched off (ADR 0036): nothing ran. `read_only` when it is off
+/// because the server (or the caller's catalog) is in read-only mode.
+pub(crate) fn tool_disabled(tool: &str, read_only: bool) -> McpError {
+    tracing::info!(tool, read_only, "tool call refused: disabled by the operator's policy");
+    let why = if read_only { "O servidor está em modo somente leitura: " } else { "" };
+    McpError::invalid_params(
+        format!(
+            "{why}A ferramenta {tool} está desativada pelo operador do servidor; nada foi alterado. \
+             As leituras continuam disponíveis (cursos://catalogo, cursos://{{uuid}}). \
+             Quando o operador a reativar, ela volta a aparecer em tools/list."
+        ),
+        Some(json!({ "tool": tool, "motivo": "desativada pelo operador" })),
+    )
+}
+
+/// The prompt the operator's policy switched off (ADR 0036).
+pub(crate) fn prompt_disabled(prompt: &str) -> McpError {
+    McpError::invalid_params(
+        format!(
+            "O prompt {prompt} está desativado pelo operador do servidor. \
+             Quando o operador o reativar, ele volta a aparecer em prompts/list."
+        ),
+        Some(json!({ "prompt": prompt, "motivo": "desativado pelo operador" })),
+    )
+}
+
+/// A `tools/call` naming no tool of this server (for this caller's settings). The names early
+/// versions had get a pointer to what replaced them; every other name a Portuguese -32602.
+pub(crate) fn unknown_tool(name: &str, resource_tools: bool) -> McpError {
+    let quoted: String = name.chars().take(QUOTED_NAME_CHARS).collect();
+    let (message, resource) = match name {
+        "listar_cursos" => (
+            "A ferramenta listar_cursos não está disponível neste servidor: para listar os cursos ativos, \
+             leia o recurso cursos://catalogo (até 100 por página; siga proximaPagina para as seguintes)."
+                .to_owned(),
+            uris::CATALOG,
+        ),
+        "ler_curso" => (
+            "A ferramenta ler_curso não está disponível neste servidor: para ler um curso pelo id, leia o \
+             recurso cursos://{uuid} (os ids aparecem em cursos://catalogo)."
+                .to_owned(),
+            uris::COURSE_TEMPLATE,
+        ),
+        "buscar_curso" => (
+            format!(
+                "A ferramenta buscar_curso não existe mais. Para ler um curso pelo id, leia o recurso \
+                 cursos://{{uuid}} (por exemplo cursos://<id>; os ids aparecem em cursos://catalogo){}.",
+                if resource_tools { ", ou chame a ferramenta ler_curso com o id" } else { "" }
+            ),
+            uris::COURSE_TEMPLATE,
+        ),
+        _ => {
+            return McpError::invalid_params(
+                format!(
+                    "Ferramenta desconhecida: {quoted:?}. Consulte tools/list para ver as ferramentas deste \
+                     servidor; para ler o catálogo, leia o recurso cursos://catalogo."
+                ),
+                Some(json!({ "tool": quoted })),
+            );
+        }
+    };
+    McpError::invalid_params(message, Some(json!({ "tool": quoted, "recurso": resource })))
+}
+
 /// The methods this server serves on both eras that rmcp reads into typed parameters. A request
 /// naming one whose parameters do not fit (`"arguments": [1]` in `tools/call`) reaches the server
 /// as a custom request; it is refused as invalid parameters, not as an unknown method.

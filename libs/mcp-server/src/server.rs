@@ -44,8 +44,9 @@ use crate::{arguments, outcomes, prompts, wire};
 
 const JSON: &str = "application/json";
 
-/// How long (ms) a 2026-07-28 client may reuse a tools, prompts or templates listing: they only
-/// change when the server restarts with other settings.
+/// How long (ms) a 2026-07-28 client may reuse a tools, prompts or templates listing: they change
+/// only when the server restarts with other settings or the operator's policy changes (ADR 0036),
+/// and a listen stream that asked for list changes is told of the latter at once.
 const STATIC_LIST_TTL_MS: u64 = 5 * 60 * 1000;
 
 /// Hours suggested for the prompt's `cargaHoraria`.
@@ -163,6 +164,12 @@ fn http_session_in(extensions: &rmcp::model::Extensions) -> Option<String> {
 fn provenance(context: &RequestContext<RoleServer>, tool: &str, raw_arguments: &JsonObject) -> Provenance {
     let arguments = serde_json::to_string(raw_arguments).unwrap_or_default();
     Provenance::new(caller_of(context).name(), tool, arguments)
+}
+
+/// The catalog (tenant) whose policy applies to `caller` (ADR 0036).
+fn catalog_of(_caller: &Caller) -> &str {
+    // tenants branch: caller.catalog()
+    crate::policy::DEFAULT_CATALOG
 }
 
 /// The name an HTTP request without an authenticated caller is treated under (read-only).
@@ -353,7 +360,9 @@ impl ServerHandler for CursosServer {
         ServerConfig::new(
             ServerCapabilities::builder()
                 .enable_tools()
+                .enable_tool_list_changed()
                 .enable_prompts()
+                .enable_prompts_list_changed()
                 .enable_resources()
                 .enable_resources_subscribe()
                 .enable_resources_list_changed()
@@ -375,8 +384,15 @@ impl ServerHandler for CursosServer {
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::CallToolResponse, McpError> {
         let caller = caller_of(&context);
-        if !caller.scope().can_write() && self.routers.tools.get(&request.name).is_some_and(is_writing) {
+        let Some(tool) = self.routers.tools.get(&request.name) else {
+            return Err(outcomes::unknown_tool(&request.name, self.state.options.resource_tools));
+        };
+        if !caller.scope().can_write() && is_writing(tool) {
             return Err(outcomes::scope_refused(&request.name, &caller));
+        }
+        let policy = self.state.policy().for_catalog(catalog_of(&caller));
+        if !policy.allows_tool(&request.name) {
+            return Err(outcomes::tool_disabled(&request.name, policy.is_read_only()));
         }
         let tool_context = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
         self.routers.tools.call(tool_context).await
@@ -392,6 +408,8 @@ impl ServerHandler for CursosServer {
         if !caller.scope().can_write() {
             tools.retain(|tool| !is_writing(tool));
         }
+        let policy = self.state.policy().for_catalog(catalog_of(&caller));
+        tools.retain(|tool| policy.allows_tool(&tool.name));
         let mut result = ListToolsResult::with_all_items(tools);
         if is_modern(&context) {
             // The listing depends on the caller's key: never shared between callers.
@@ -477,6 +495,9 @@ impl ServerHandler for CursosServer {
         request: rmcp::model::GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetPromptResponse, McpError> {
+        if !self.state.policy().allows_prompt(catalog_of(&caller_of(&context)), &request.name) {
+            return Err(outcomes::prompt_disabled(&request.name));
+        }
         let prompt_context =
             rmcp::handler::server::prompt::PromptContext::new(self, request.name, request.arguments, context);
         self.routers.prompts.get_prompt(prompt_context).await
@@ -487,10 +508,14 @@ impl ServerHandler for CursosServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
-        let mut result = ListPromptsResult::with_all_items(self.routers.prompts.list_all());
+        let policy = self.state.policy().for_catalog(catalog_of(&caller_of(&context)));
+        let mut prompts = self.routers.prompts.list_all();
+        prompts.retain(|prompt| policy.allows_prompt(&prompt.name));
+        let mut result = ListPromptsResult::with_all_items(prompts);
         if is_modern(&context) {
             result.ttl_ms = Some(STATIC_LIST_TTL_MS);
-            result.cache_scope = Some(CacheScope::Public);
+            // The listing depends on the policy of the caller's catalog.
+            result.cache_scope = Some(CacheScope::Private);
         }
         Ok(result)
     }
@@ -531,8 +556,9 @@ impl ServerHandler for CursosServer {
     async fn complete(
         &self,
         request: CompleteRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, McpError> {
+        let policy = self.state.policy().for_catalog(catalog_of(&caller_of(&context)));
         let typed = request.argument.value.as_str();
         let completion = match (&request.r#ref, request.argument.name.as_str()) {
             (Reference::Resource(template), "uuid")
@@ -545,7 +571,9 @@ impl ServerHandler for CursosServer {
                 let values = courses.iter().take(limit).map(|course| course.id().to_string()).collect();
                 CompletionInfo::with_pagination(values, None, has_more)
             }
-            (Reference::Prompt(prompt), "cargaHoraria") if prompt.name == "criar-curso" => {
+            (Reference::Prompt(prompt), "cargaHoraria")
+                if prompt.name == "criar-curso" && policy.allows_prompt(&prompt.name) =>
+            {
                 let values = COMMON_WORKLOADS
                     .iter()
                     .filter(|hours| hours.starts_with(typed.trim()))
@@ -703,4 +731,32 @@ fn live_update_refusal(refusal: Refusal, method: &str) -> McpError {
     };
     tracing::info!(?refusal, method, "a live-update request was refused at a bound");
     McpError::invalid_params(message, None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy;
+
+    #[test]
+    fn the_policy_knows_exactly_the_registered_tools_and_which_of_them_write() {
+        let tools = CursosServer::tool_router().list_all();
+        let mut registered: Vec<&str> = tools.iter().map(|tool| &*tool.name).collect();
+        let mut known = policy::TOOLS.to_vec();
+        registered.sort_unstable();
+        known.sort_unstable();
+        assert_eq!(registered, known);
+        let mut writing: Vec<&str> = tools.iter().filter(|tool| is_writing(tool)).map(|tool| &*tool.name).collect();
+        let mut known_writing = policy::WRITING_TOOLS.to_vec();
+        writing.sort_unstable();
+        known_writing.sort_unstable();
+        assert_eq!(writing, known_writing);
+    }
+
+    #[test]
+    fn the_policy_knows_exactly_the_registered_prompts() {
+        let prompts = CursosServer::prompt_router().list_all();
+        let registered: Vec<&str> = prompts.iter().map(|prompt| &*prompt.name).collect();
+        assert_eq!(registered, policy::PROMPTS);
+    }
 }

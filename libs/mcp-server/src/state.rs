@@ -1,12 +1,13 @@
 //! [`ServerState`]: what every connection of one process shares, and [`ServerOptions`].
 
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use courses_domain::Catalog;
 use tokio_util::sync::CancellationToken;
 
 use crate::confirmation::{ConfirmationSeal, ConfirmationSecretTooShort};
 use crate::hub::{HubCounts, HubObserver, LiveUpdateLimits, SessionCloser, SubscriptionHub};
+use crate::policy::{ListsChanged, Policy};
 
 /// Behaviour the apps choose (from their settings) when building the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,6 +68,8 @@ pub struct ServerState {
     pub(crate) shutdown: CancellationToken,
     /// Seals the archiving confirmations asked of 2026-07-28 clients (ADR 0027).
     pub(crate) confirmations: ConfirmationSeal,
+    /// The operator's policy (ADR 0036), swapped whole when the policy file changes.
+    policy: Arc<RwLock<Arc<Policy>>>,
 }
 
 impl ServerState {
@@ -81,7 +84,39 @@ impl ServerState {
     pub fn with_live_update_limits(catalog: Catalog, options: ServerOptions, limits: LiveUpdateLimits) -> Self {
         let hub = Arc::new(SubscriptionHub::new(limits));
         let catalog = catalog.with_observer(Arc::new(HubObserver(Arc::clone(&hub))));
-        Self { catalog, hub, options, shutdown: CancellationToken::new(), confirmations: ConfirmationSeal::random() }
+        Self {
+            catalog,
+            hub,
+            options,
+            shutdown: CancellationToken::new(),
+            confirmations: ConfirmationSeal::random(),
+            policy: Arc::default(),
+        }
+    }
+
+    /// Starts with `policy` in force instead of the default (everything enabled).
+    #[must_use]
+    pub fn with_policy(self, policy: Policy) -> Self {
+        *self.policy.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(policy);
+        self
+    }
+
+    /// The operator's policy in force now.
+    #[must_use]
+    pub fn policy(&self) -> Arc<Policy> {
+        Arc::clone(&self.policy.read().unwrap_or_else(std::sync::PoisonError::into_inner))
+    }
+
+    /// Puts `policy` in force for every request from now on, and tells the clients listening for
+    /// list changes (2025-era sessions; 2026-07-28 streams that asked) when the tools or the
+    /// prompts some caller sees changed. Never waits on a client. Returns what changed.
+    pub fn set_policy(&self, policy: Policy) -> ListsChanged {
+        let mut current = self.policy.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let changed = current.lists_changed(&policy);
+        *current = Arc::new(policy);
+        drop(current);
+        self.hub.announce_lists(changed);
+        changed
     }
 
     /// Seals archiving confirmations with `secret` instead of this process's random one, so a

@@ -1,0 +1,425 @@
+//! [`Policy`]: the tools and the prompt an operator switched off at runtime, globally or for one
+//! catalog (tenant), and read-only mode (ADR 0036).
+//!
+//! The policy file is plain text, one rule a line, so that it can be edited by hand and diffed:
+//!
+//! ```text
+//! # comentário (linhas em branco também são ignoradas)
+//! somente-leitura                           # toda ferramenta que escreve, desativada
+//! desativar ferramenta arquivar_curso
+//! desativar prompt criar-curso
+//! catalogo escola-a somente-leitura         # as mesmas regras, só para o catálogo escola-a
+//! catalogo escola-a desativar ferramenta ler_curso
+//! ```
+//!
+//! A name that is not one of this server's tools or prompts is an error (a typo must never leave
+//! a tool on), as is any other line. The policy only ever removes: a tool it allows is still
+//! subject to the caller's scope (ADR 0017).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::reloaded_file::{self, ReloadedFile, Reread};
+use crate::state::ServerState;
+
+/// The catalog of callers who do not name one (until tenants, every caller).
+pub const DEFAULT_CATALOG: &str = "padrao";
+
+/// Every tool this server registers, by its wire name.
+pub const TOOLS: [&str; 5] = ["criar_curso", "atualizar_curso", "arquivar_curso", "listar_cursos", "ler_curso"];
+
+/// The tools that change the catalog: what read-only mode switches off.
+pub const WRITING_TOOLS: [&str; 3] = ["criar_curso", "atualizar_curso", "arquivar_curso"];
+
+/// Every prompt this server registers.
+pub const PROMPTS: [&str; 1] = ["criar-curso"];
+
+/// The longest catalog name a rule may name.
+const MAX_CATALOG_NAME_CHARS: usize = 64;
+
+/// What is switched off for one scope of the file (everyone, or one catalog).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Switches {
+    read_only: bool,
+    disabled_tools: BTreeSet<&'static str>,
+    disabled_prompts: BTreeSet<&'static str>,
+}
+
+impl Switches {
+    fn merge(&mut self, other: &Self) {
+        self.read_only |= other.read_only;
+        self.disabled_tools.extend(other.disabled_tools.iter().copied());
+        self.disabled_prompts.extend(other.disabled_prompts.iter().copied());
+    }
+}
+
+/// The operator's policy: global rules and rules per catalog. The default allows everything.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Policy {
+    global: Switches,
+    catalogs: BTreeMap<String, Switches>,
+}
+
+/// The policy as it applies to the callers of one catalog: the global rules plus that catalog's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CatalogPolicy {
+    switches: Switches,
+}
+
+impl CatalogPolicy {
+    /// Whether `tool` may be listed and called.
+    #[must_use]
+    pub fn allows_tool(&self, tool: &str) -> bool {
+        !(self.switches.disabled_tools.contains(tool) || self.switches.read_only && WRITING_TOOLS.contains(&tool))
+    }
+
+    /// Whether `prompt` may be listed and got.
+    #[must_use]
+    pub fn allows_prompt(&self, prompt: &str) -> bool {
+        !self.switches.disabled_prompts.contains(prompt)
+    }
+
+    /// True in read-only mode (every writing tool off).
+    #[must_use]
+    pub const fn is_read_only(&self) -> bool {
+        self.switches.read_only
+    }
+
+    /// The tools this policy allows, in registration order.
+    #[must_use]
+    pub fn allowed_tools(&self) -> Vec<&'static str> {
+        TOOLS.into_iter().filter(|tool| self.allows_tool(tool)).collect()
+    }
+
+    /// The prompts this policy allows.
+    #[must_use]
+    pub fn allowed_prompts(&self) -> Vec<&'static str> {
+        PROMPTS.into_iter().filter(|prompt| self.allows_prompt(prompt)).collect()
+    }
+}
+
+/// What changed between two policies for some catalog: whom to tell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ListsChanged {
+    /// The tools allowed to some catalog changed.
+    pub tools: bool,
+    /// The prompts allowed to some catalog changed.
+    pub prompts: bool,
+}
+
+impl Policy {
+    /// Parses the policy file's text.
+    ///
+    /// # Errors
+    /// [`PolicyError`] naming the first bad line (1-based) and what is wrong with it.
+    pub fn parse(text: &str) -> Result<Self, PolicyError> {
+        let mut policy = Self::default();
+        for (index, raw_line) in text.lines().enumerate() {
+            let line_number = index + 1;
+            let error = |kind| PolicyError { line: line_number, kind };
+            let line = raw_line.split_once('#').map_or(raw_line, |(before, _)| before);
+            let words: Vec<&str> = line.split_whitespace().collect();
+            let (switches, rule) = match words.as_slice() {
+                [] => continue,
+                ["catalogo", name, rule @ ..] => {
+                    let name = parse_catalog_name(name).map_err(error)?;
+                    (policy.catalogs.entry(name).or_default(), rule)
+                }
+                ["catalogo"] => return Err(error(PolicyErrorKind::MissingCatalogName)),
+                rule => (&mut policy.global, rule),
+            };
+            match rule {
+                ["somente-leitura"] => switches.read_only = true,
+                ["desativar", "ferramenta", name] => {
+                    let tool =
+                        known(&TOOLS, name).ok_or_else(|| error(PolicyErrorKind::UnknownTool((*name).to_owned())))?;
+                    switches.disabled_tools.insert(tool);
+                }
+                ["desativar", "prompt", name] => {
+                    let prompt = known(&PROMPTS, name)
+                        .ok_or_else(|| error(PolicyErrorKind::UnknownPrompt((*name).to_owned())))?;
+                    switches.disabled_prompts.insert(prompt);
+                }
+                _ => return Err(error(PolicyErrorKind::UnknownRule(rule.join(" ")))),
+            }
+        }
+        Ok(policy)
+    }
+
+    /// The policy for the callers of `catalog`: the global rules plus that catalog's own.
+    #[must_use]
+    pub fn for_catalog(&self, catalog: &str) -> CatalogPolicy {
+        let mut switches = self.global.clone();
+        if let Some(own) = self.catalogs.get(catalog) {
+            switches.merge(own);
+        }
+        CatalogPolicy { switches }
+    }
+
+    /// Whether the callers of `catalog` may list and call `tool`.
+    #[must_use]
+    pub fn allows_tool(&self, catalog: &str, tool: &str) -> bool {
+        self.for_catalog(catalog).allows_tool(tool)
+    }
+
+    /// Whether the callers of `catalog` may list and get `prompt`.
+    #[must_use]
+    pub fn allows_prompt(&self, catalog: &str, prompt: &str) -> bool {
+        self.for_catalog(catalog).allows_prompt(prompt)
+    }
+
+    /// Whether going from `self` to `next` changes the tools or the prompts some catalog's callers
+    /// see: the default catalog, and every catalog either policy names.
+    #[must_use]
+    pub fn lists_changed(&self, next: &Self) -> ListsChanged {
+        let catalogs = std::iter::once(DEFAULT_CATALOG)
+            .chain(self.catalogs.keys().map(String::as_str))
+            .chain(next.catalogs.keys().map(String::as_str));
+        let mut changed = ListsChanged::default();
+        for catalog in catalogs {
+            let (before, after) = (self.for_catalog(catalog), next.for_catalog(catalog));
+            changed.tools |= before.allowed_tools() != after.allowed_tools();
+            changed.prompts |= before.allowed_prompts() != after.allowed_prompts();
+        }
+        changed
+    }
+
+    /// One line for the log: what is off, globally and per catalog.
+    #[must_use]
+    pub fn summary(&self) -> String {
+        let describe = |switches: &Switches| {
+            let mut parts = Vec::new();
+            if switches.read_only {
+                parts.push("somente-leitura".to_owned());
+            }
+            parts.extend(switches.disabled_tools.iter().map(|tool| format!("-{tool}")));
+            parts.extend(switches.disabled_prompts.iter().map(|prompt| format!("-{prompt}")));
+            if parts.is_empty() { "tudo ativo".to_owned() } else { parts.join(" ") }
+        };
+        let mut summary = format!("global: {}", describe(&self.global));
+        for (catalog, switches) in &self.catalogs {
+            summary.push_str(&format!("; {catalog}: {}", describe(switches)));
+        }
+        summary
+    }
+}
+
+fn known(names: &[&'static str], name: &str) -> Option<&'static str> {
+    names.iter().copied().find(|known| *known == name)
+}
+
+fn parse_catalog_name(name: &str) -> Result<String, PolicyErrorKind> {
+    let valid = !name.is_empty()
+        && name.chars().count() <= MAX_CATALOG_NAME_CHARS
+        && name
+            .chars()
+            .all(|character| character.is_ascii_lowercase() || character.is_ascii_digit() || "-_".contains(character));
+    if valid { Ok(name.to_owned()) } else { Err(PolicyErrorKind::InvalidCatalogName(name.to_owned())) }
+}
+
+/// A line of the policy file that cannot be followed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("line {line}: {kind}")]
+pub struct PolicyError {
+    /// The line (1-based).
+    pub line: usize,
+    /// What is wrong with it.
+    pub kind: PolicyErrorKind,
+}
+
+/// What is wrong with a line of the policy file.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PolicyErrorKind {
+    /// `desativar ferramenta` names no tool of this server.
+    #[error("unknown tool {0:?}: the tools are {tools}", tools = TOOLS.join(", "))]
+    UnknownTool(String),
+    /// `desativar prompt` names no prompt of this server.
+    #[error("unknown prompt {0:?}: the prompts are {prompts}", prompts = PROMPTS.join(", "))]
+    UnknownPrompt(String),
+    /// `catalogo` without a name.
+    #[error("`catalogo` needs a catalog name and a rule")]
+    MissingCatalogName,
+    /// A catalog name outside `[a-z0-9_-]{1,64}`.
+    #[error("invalid catalog name {0:?}: use 1 to 64 lower-case letters, digits, - or _")]
+    InvalidCatalogName(String),
+    /// Anything else.
+    #[error(
+        "unknown rule {0:?}: the rules are `somente-leitura`, `desativar ferramenta <nome>`, \
+         `desativar prompt <nome>`, each optionally after `catalogo <nome>`"
+    )]
+    UnknownRule(String),
+}
+
+/// The policy file (`POLICY_FILE`) a running server follows: reread every
+/// [`reloaded_file::RELOAD_INTERVAL`]; a new valid text is put in force, and an unreadable, empty
+/// or invalid one keeps the policy in force and is logged once.
+#[derive(Debug, Clone)]
+pub struct PolicyFile {
+    file: Arc<ReloadedFile>,
+}
+
+/// What [`PolicyFile::reload`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PolicyReload {
+    /// The text did not change.
+    Unchanged,
+    /// The new policy is in force; the lists some caller sees changed as said.
+    Replaced(ListsChanged),
+    /// The file is unusable: the previous policy stays in force.
+    KeptPrevious,
+}
+
+/// Why the policy file cannot be used at start.
+#[derive(Debug, thiserror::Error)]
+pub enum PolicyFileError {
+    /// It cannot be read (missing, unreadable, not UTF-8, too large).
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// A line is not a rule.
+    #[error("{0}")]
+    Invalid(#[from] PolicyError),
+}
+
+impl PolicyFile {
+    /// Reads and parses the policy file at `path`, at start.
+    ///
+    /// # Errors
+    /// [`PolicyFileError`]: at start a bad file is an error (on reload it only keeps the policy in
+    /// force).
+    pub fn load(path: &Path) -> Result<(Self, Policy), PolicyFileError> {
+        let (file, text) = ReloadedFile::open(path)?;
+        let policy = Policy::parse(&text)?;
+        Ok((Self { file: Arc::new(file) }, policy))
+    }
+
+    /// Rereads the file (blocking I/O) and puts its policy in force in `state` when the text
+    /// changed and is valid. Logs what it did.
+    pub fn reload(&self, state: &ServerState) -> PolicyReload {
+        let path = self.file.path().display();
+        let text = match self.file.reread() {
+            Reread::Unchanged => return PolicyReload::Unchanged,
+            Reread::Changed(text) => text,
+            Reread::Empty => {
+                tracing::warn!(%path, "the policy file is empty (being written?); keeping the policy in force. Leave a comment line to enable everything");
+                return PolicyReload::KeptPrevious;
+            }
+            Reread::Unreadable(error) => {
+                tracing::warn!(%path, %error, "cannot read the policy file; keeping the policy in force");
+                return PolicyReload::KeptPrevious;
+            }
+        };
+        match Policy::parse(&text) {
+            Ok(policy) => {
+                let summary = policy.summary();
+                let changed = state.set_policy(policy);
+                tracing::info!(%path, policy = %summary, tools_changed = changed.tools, prompts_changed = changed.prompts, "policy file reloaded");
+                PolicyReload::Replaced(changed)
+            }
+            Err(error) => {
+                tracing::warn!(%path, %error, "the policy file is not valid; keeping the policy in force");
+                PolicyReload::KeptPrevious
+            }
+        }
+    }
+
+    /// Calls [`Self::reload`] every `interval` until `state` shuts down. Call it from the Tokio
+    /// runtime.
+    pub fn watch(&self, state: &ServerState, interval: Duration) -> tokio::task::JoinHandle<()> {
+        let (file, watched_state) = (self.clone(), state.clone());
+        reloaded_file::every(interval, state.shutdown_token(), "policy", move || {
+            file.reload(&watched_state);
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_file_or_one_of_comments_allows_everything() {
+        for text in ["", "\n\n", "# nada desativado\n   # outro comentário\n"] {
+            let policy = Policy::parse(text).expect("valid");
+            assert_eq!(policy, Policy::default());
+            assert_eq!(policy.for_catalog(DEFAULT_CATALOG).allowed_tools(), TOOLS);
+            assert!(policy.allows_prompt(DEFAULT_CATALOG, "criar-curso"));
+        }
+    }
+
+    #[test]
+    fn read_only_mode_switches_off_every_writing_tool_and_nothing_else() {
+        let policy = Policy::parse("somente-leitura\n").expect("valid");
+        let catalog = policy.for_catalog(DEFAULT_CATALOG);
+        assert!(catalog.is_read_only());
+        assert_eq!(catalog.allowed_tools(), ["listar_cursos", "ler_curso"]);
+        assert!(catalog.allows_prompt("criar-curso"));
+    }
+
+    #[test]
+    fn a_disabled_tool_or_prompt_is_off_for_every_catalog_when_global() {
+        let policy =
+            Policy::parse("desativar ferramenta arquivar_curso  # irreversível\ndesativar prompt criar-curso\n")
+                .expect("valid");
+        for catalog in [DEFAULT_CATALOG, "escola-a"] {
+            assert!(!policy.allows_tool(catalog, "arquivar_curso"));
+            assert!(policy.allows_tool(catalog, "criar_curso"));
+            assert!(!policy.allows_prompt(catalog, "criar-curso"));
+        }
+    }
+
+    #[test]
+    fn a_catalog_rule_applies_to_that_catalog_only_and_adds_to_the_global_ones() {
+        let text = "desativar ferramenta arquivar_curso\ncatalogo escola-a somente-leitura\n\
+                    catalogo escola-b desativar prompt criar-curso\n";
+        let policy = Policy::parse(text).expect("valid");
+        assert_eq!(policy.for_catalog("escola-a").allowed_tools(), ["listar_cursos", "ler_curso"]);
+        assert!(policy.allows_prompt("escola-a", "criar-curso"));
+        assert_eq!(
+            policy.for_catalog("escola-b").allowed_tools(),
+            ["criar_curso", "atualizar_curso", "listar_cursos", "ler_curso"]
+        );
+        assert!(!policy.allows_prompt("escola-b", "criar-curso"));
+        assert!(policy.allows_tool(DEFAULT_CATALOG, "criar_curso"));
+        assert!(!policy.allows_tool(DEFAULT_CATALOG, "arquivar_curso"));
+        assert!(policy.allows_prompt(DEFAULT_CATALOG, "criar-curso"));
+    }
+
+    #[test]
+    fn a_misspelt_tool_or_prompt_is_an_error_naming_its_line() {
+        let error = Policy::parse("somente-leitura\ndesativar ferramenta arquivar-curso\n").expect_err("typo");
+        assert_eq!(error.line, 2);
+        assert_eq!(error.kind, PolicyErrorKind::UnknownTool("arquivar-curso".to_owned()));
+        assert!(error.to_string().contains("arquivar_curso"), "the message lists the real names: {error}");
+        let error = Policy::parse("desativar prompt criar_curso").expect_err("a tool's name is not a prompt's");
+        assert_eq!(error.kind, PolicyErrorKind::UnknownPrompt("criar_curso".to_owned()));
+    }
+
+    #[test]
+    fn anything_but_the_rules_is_an_error() {
+        for (text, kind) in [
+            ("somente leitura", PolicyErrorKind::UnknownRule("somente leitura".to_owned())),
+            ("desativar arquivar_curso", PolicyErrorKind::UnknownRule("desativar arquivar_curso".to_owned())),
+            ("somente-leitura sim", PolicyErrorKind::UnknownRule("somente-leitura sim".to_owned())),
+            ("catalogo", PolicyErrorKind::MissingCatalogName),
+            ("catalogo escola-a", PolicyErrorKind::UnknownRule(String::new())),
+            ("catalogo Escola somente-leitura", PolicyErrorKind::InvalidCatalogName("Escola".to_owned())),
+        ] {
+            assert_eq!(Policy::parse(text).expect_err(text).kind, kind, "{text}");
+        }
+    }
+
+    #[test]
+    fn lists_changed_says_which_lists_some_catalog_sees_differently() {
+        let none = Policy::default();
+        let read_only = Policy::parse("somente-leitura").expect("valid");
+        let no_prompt = Policy::parse("catalogo escola-a desativar prompt criar-curso").expect("valid");
+        assert_eq!(none.lists_changed(&none), ListsChanged::default());
+        assert_eq!(none.lists_changed(&read_only), ListsChanged { tools: true, prompts: false });
+        assert_eq!(read_only.lists_changed(&none), ListsChanged { tools: true, prompts: false });
+        assert_eq!(none.lists_changed(&no_prompt), ListsChanged { tools: false, prompts: true });
+        let same_effect = Policy::parse("somente-leitura\ndesativar ferramenta criar_curso").expect("valid");
+        assert_eq!(read_only.lists_changed(&same_effect), ListsChanged::default(), "criar_curso was off already");
+    }
+}

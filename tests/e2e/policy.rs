@@ -1,0 +1,182 @@
+//! The operator's policy (ADR 0036) on the real binaries: the policy file edited while the server
+//! runs, the clients told on both eras, a disabled tool's call changing nothing, re-enabling; a
+//! start with an invalid file refused naming the setting; the old tool names over stdio.
+
+use std::path::Path;
+use std::time::Duration;
+
+use rmcp::model::{CallToolRequestParams, ReadResourceRequestParams, SubscriptionFilter};
+use rmcp::{RoleClient, ServiceError};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use crate::support::{Era, PATIENCE, binary, fresh_database, run_to_end, start_backend_with, stdio_client_with_env};
+
+/// Records the tools' and prompts' list-changed notices a 2025-era session gets.
+#[derive(Debug, Clone)]
+struct ListsRecorder(mpsc::UnboundedSender<&'static str>);
+
+impl rmcp::ClientHandler for ListsRecorder {
+    async fn on_tool_list_changed(&self, _context: rmcp::service::NotificationContext<RoleClient>) {
+        let _ = self.0.send("tools");
+    }
+
+    async fn on_prompt_list_changed(&self, _context: rmcp::service::NotificationContext<RoleClient>) {
+        let _ = self.0.send("prompts");
+    }
+}
+
+async fn next_notice(received: &mut mpsc::UnboundedReceiver<&'static str>) -> &'static str {
+    tokio::time::timeout(PATIENCE, received.recv()).await.expect("a notice in time").expect("connected")
+}
+
+/// What an operator's editor or script does: write a temporary file, then rename it over the old.
+fn write_policy(path: &Path, text: &str) {
+    let temporary = path.with_extension("tmp");
+    std::fs::write(&temporary, text).expect("write");
+    std::fs::rename(&temporary, path).expect("rename");
+}
+
+async fn tool_names<H: rmcp::ClientHandler>(client: &rmcp::service::RunningService<RoleClient, H>) -> Vec<String> {
+    let mut names: Vec<String> =
+        client.list_all_tools().await.expect("tools/list").into_iter().map(|tool| tool.name.to_string()).collect();
+    names.sort();
+    names
+}
+
+async fn call<H: rmcp::ClientHandler>(
+    client: &rmcp::service::RunningService<RoleClient, H>,
+    tool: &str,
+    arguments: Value,
+) -> Result<rmcp::model::CallToolResult, ServiceError> {
+    let arguments = arguments.as_object().cloned().expect("object");
+    client.call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments)).await
+}
+
+async fn read_json<H: rmcp::ClientHandler>(client: &rmcp::service::RunningService<RoleClient, H>, uri: &str) -> Value {
+    let result = client.read_resource(ReadResourceRequestParams::new(uri)).await.expect("resources/read");
+    let json = serde_json::to_value(&result).expect("json");
+    serde_json::from_str(json["contents"][0]["text"].as_str().expect("text")).expect("JSON")
+}
+
+fn refusal_message(outcome: Result<rmcp::model::CallToolResult, ServiceError>) -> String {
+    match outcome {
+        Err(ServiceError::McpError(error)) => {
+            assert_eq!(error.code, rmcp::model::ErrorCode::INVALID_PARAMS);
+            error.message.to_string()
+        }
+        other => panic!("expected a -32602 refusal, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn an_operator_puts_a_running_backend_in_read_only_mode_and_back_through_the_policy_file() {
+    let (folder, database) = fresh_database();
+    let policy_file = folder.path().join("politica");
+    std::fs::write(&policy_file, "# tudo ativo\n").expect("write");
+    let policy_setting = policy_file.to_str().expect("UTF-8 path");
+    let backend = start_backend_with(
+        &database,
+        Some("chave-de-politica-longa"),
+        &[("POLICY_FILE", policy_setting), ("METRICS", "true")],
+    )
+    .await;
+    let (sender, mut received) = mpsc::unbounded_channel();
+    let session = backend.client_with(ListsRecorder(sender), Era::Initialize).await;
+    let modern = backend.client(Era::Discover).await;
+    let filter = SubscriptionFilter::builder().tools_list_changed().build();
+    let mut stream = modern.listen(filter).await.expect("subscriptions/listen");
+    let created = call(&session, "criar_curso", json!({"titulo": "Rust", "cargaHoraria": 10})).await.expect("created");
+    let course = created.structured_content.expect("the course");
+    let course_uri = format!("cursos://{}", course["id"].as_str().expect("id"));
+
+    write_policy(&policy_file, "somente-leitura\n");
+    // Both eras are told, within the reload interval: a 2025 session and a 2026 listen stream.
+    assert_eq!(next_notice(&mut received).await, "tools");
+    let notice = tokio::time::timeout(PATIENCE, stream.next()).await.expect("in time").expect("open").expect("notice");
+    assert_eq!(serde_json::to_value(&notice).expect("json")["method"], "notifications/tools/list_changed");
+    assert!(tool_names(&session).await.is_empty(), "no writing tool is listed");
+    assert!(tool_names(&modern).await.is_empty(), "the notice dropped the 2026 client's cached listing");
+
+    let message = refusal_message(call(&session, "atualizar_curso", json!({"id": course["id"], "titulo": "Go"})).await);
+    assert!(message.contains("modo somente leitura"), "{message}");
+    assert!(message.contains("atualizar_curso está desativada pelo operador"), "{message}");
+    let message = refusal_message(call(&modern, "criar_curso", json!({"titulo": "Go", "cargaHoraria": 5})).await);
+    assert!(message.contains("criar_curso está desativada pelo operador"), "{message}");
+    // Nothing changed, and reads, health and metrics keep working.
+    assert_eq!(read_json(&session, &course_uri).await, course);
+    assert_eq!(read_json(&modern, "cursos://catalogo").await["total"], 1);
+    let health = reqwest::get(format!("{}/health", backend.base_url)).await.expect("health");
+    assert!(health.status().is_success());
+    let metrics = reqwest::get(format!("{}/metrics", backend.base_url)).await.expect("metrics");
+    assert!(metrics.status().is_success());
+
+    // A typo keeps the policy in force (and says so in the log), it never re-enables a tool.
+    write_policy(&policy_file, "desativar ferramenta criar-curso\n");
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    while !backend.stderr.all().contains("the policy file is not valid") {
+        assert!(tokio::time::Instant::now() < deadline, "the bad edit was never reported:\n{}", backend.stderr.all());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(tool_names(&session).await.is_empty(), "still read-only");
+
+    write_policy(&policy_file, "# de volta\n");
+    assert_eq!(next_notice(&mut received).await, "tools");
+    assert_eq!(tool_names(&session).await, ["arquivar_curso", "atualizar_curso", "criar_curso"]);
+    let renamed = call(&session, "atualizar_curso", json!({"id": course["id"], "titulo": "Rust 2024"})).await;
+    assert_eq!(renamed.expect("updated").is_error, Some(false));
+    stream.cancel().await.expect("cancel");
+    session.cancel().await.expect("close");
+    modern.cancel().await.expect("close");
+    assert!(backend.stop().await.success());
+}
+
+#[test]
+fn a_backend_with_an_invalid_policy_file_does_not_start_and_names_the_setting_and_the_line() {
+    let (folder, database) = fresh_database();
+    let policy_file = folder.path().join("politica");
+    std::fs::write(&policy_file, "somente-leitura\ndesativar ferramenta apagar_curso\n").expect("write");
+    let output = run_to_end(
+        std::process::Command::new(binary("mcp-cursos-backend"))
+            .env_clear()
+            .env("API_KEY", "chave-de-teste-longa-o-bastante")
+            .env("PORT", "0")
+            .env("DATABASE_PATH", &database)
+            .env("POLICY_FILE", &policy_file),
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(stderr.contains("line 2: unknown tool \"apagar_curso\""), "{stderr}");
+    assert!(stderr.contains(&format!("invalid POLICY_FILE={}", policy_file.display())), "{stderr}");
+    assert!(!database.exists(), "refused before the database was created");
+}
+
+#[tokio::test]
+async fn the_stdio_app_follows_its_policy_file_and_answers_old_tool_names_in_portuguese() {
+    let (folder, database) = fresh_database();
+    let policy_file = folder.path().join("politica");
+    std::fs::write(&policy_file, "desativar prompt criar-curso\n").expect("write");
+    let policy_setting = policy_file.to_str().expect("UTF-8 path");
+    let (sender, mut received) = mpsc::unbounded_channel();
+    let (client, _stderr) =
+        stdio_client_with_env(ListsRecorder(sender), &database, Era::Initialize, &[("POLICY_FILE", policy_setting)])
+            .await;
+    assert!(client.list_all_prompts().await.expect("prompts/list").is_empty(), "off from the start");
+
+    write_policy(&policy_file, "desativar ferramenta criar_curso\n");
+    let mut seen = vec![next_notice(&mut received).await, next_notice(&mut received).await];
+    seen.sort_unstable();
+    assert_eq!(seen, ["prompts", "tools"]);
+    assert_eq!(tool_names(&client).await, ["arquivar_curso", "atualizar_curso"]);
+    let message = refusal_message(call(&client, "criar_curso", json!({"titulo": "Rust", "cargaHoraria": 10})).await);
+    assert!(message.contains("criar_curso está desativada pelo operador"), "{message}");
+    assert_eq!(read_json(&client, "cursos://catalogo").await["total"], 0, "nothing was written");
+
+    let message = refusal_message(call(&client, "listar_cursos", json!({})).await);
+    assert!(message.contains("leia o recurso cursos://catalogo"), "{message}");
+    let message = refusal_message(call(&client, "buscar_curso", json!({"id": "x"})).await);
+    assert!(message.contains("cursos://{uuid}"), "{message}");
+    let message = refusal_message(call(&client, "ferramenta_inexistente", json!({})).await);
+    assert!(message.starts_with("Ferramenta desconhecida"), "{message}");
+    client.cancel().await.expect("close");
+}
