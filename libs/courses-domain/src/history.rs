@@ -154,7 +154,7 @@ pub enum ApprovalReceipt {
         shown_version: u64,
         /// The answer as the client sent it (opaque text, bounded by [`Provenance::MAX_BYTES`]).
         answer: String,
-        /// When the server received the answer.
+        /// When the server received the answer (UTC, millisecond precision).
         answered_at: OffsetDateTime,
     },
     /// No one was asked: the client could not ask and the operator allowed archiving without a
@@ -171,7 +171,12 @@ impl ApprovalReceipt {
         answer: impl Into<String>,
         answered_at: OffsetDateTime,
     ) -> Self {
-        Self::Asked { question: bounded(question.into()), shown_version, answer: bounded(answer.into()), answered_at }
+        Self::Asked {
+            question: bounded(question.into()),
+            shown_version,
+            answer: bounded(answer.into()),
+            answered_at: crate::course::truncate_to_millis(answered_at),
+        }
     }
 }
 
