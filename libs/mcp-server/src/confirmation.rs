@@ -20,7 +20,7 @@
 
 use std::time::Duration;
 
-use courses_domain::Course;
+use courses_domain::{ApprovalReceipt, Course, OffsetDateTime};
 use rmcp::model::{
     ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema, InputRequest,
     InputRequests, InputRequiredResult, ProtocolVersion, RequestStateCodec, SealOptions,
@@ -126,6 +126,8 @@ pub(crate) enum Confirmation {
     Confirmed {
         /// The course's version when the question was asked.
         version: u64,
+        /// How it was approved, recorded with the archiving (ADR 0037).
+        receipt: ApprovalReceipt,
     },
     /// 2026-07-28: answer with this `input_required` result; the client retries with the answer.
     Ask(InputRequiredResult),
@@ -195,7 +197,18 @@ pub(crate) async fn confirm_archive(
         return cannot_confirm(options, course);
     }
     match context.peer.elicit_with_timeout::<ArchiveConfirmation>(question(course), Some(ANSWER_TIMEOUT)).await {
-        Ok(Some(ArchiveConfirmation { confirmar: true })) => Confirmation::Confirmed { version: course.version() },
+        Ok(Some(ArchiveConfirmation { confirmar: true })) => {
+            let answer = serde_json::json!({"action": "accept", "content": {"confirmar": true}});
+            Confirmation::Confirmed {
+                version: course.version(),
+                receipt: ApprovalReceipt::asked(
+                    question(course),
+                    course.version(),
+                    answer.to_string(),
+                    OffsetDateTime::now_utc(),
+                ),
+            }
+        }
         Ok(_) | Err(ElicitationError::UserDeclined | ElicitationError::UserCancelled | ElicitationError::NoContent) => {
             not_confirmed(course)
         }
@@ -210,9 +223,16 @@ pub(crate) async fn confirm_archive(
 }
 
 /// The user's answer to a question this server asked about `version` of `course`.
+///
+/// The receipt's question is the one [`question`] words for `course` now: the archiving goes
+/// ahead only if `course` is still at `version`, the version the question showed, so the text
+/// is the one shown.
 fn read_answer(response: &serde_json::Value, course: &Course, version: u64) -> Confirmation {
     match serde_json::from_value::<ElicitResult>(response.clone()) {
-        Ok(result) if accepted(&result) => Confirmation::Confirmed { version },
+        Ok(result) if accepted(&result) => Confirmation::Confirmed {
+            version,
+            receipt: ApprovalReceipt::asked(question(course), version, response.to_string(), OffsetDateTime::now_utc()),
+        },
         Ok(_) => not_confirmed(course),
         Err(_) => Confirmation::Refused(
             "A resposta de confirmação (inputResponses.confirmacao) não é uma resposta de elicitação válida; \
@@ -252,7 +272,9 @@ fn ask_modern(seal: &ConfirmationSeal, caller: &str, course: &Course) -> Option<
 
 fn cannot_confirm(options: &ServerOptions, course: &Course) -> Confirmation {
     match options.unconfirmed_archive {
-        UnconfirmedArchive::Allow => Confirmation::Confirmed { version: course.version() },
+        UnconfirmedArchive::Allow => {
+            Confirmation::Confirmed { version: course.version(), receipt: ApprovalReceipt::NotAsked }
+        }
         UnconfirmedArchive::Refuse => Confirmation::Refused(format!(
             "Arquivar o curso \"{}\" exige a confirmação do usuário, e este cliente não oferece confirmação \
              (elicitation); nada foi alterado. Peça ao usuário que arquive por um cliente com confirmação, ou o \

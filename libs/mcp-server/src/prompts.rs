@@ -10,6 +10,32 @@ use serde_json::Value;
 
 use crate::wire::CreateCoursePromptArguments;
 
+/// The prompt's name.
+pub(crate) const CREATE_COURSE: &str = "criar-curso";
+
+/// The `_meta` key of a prompt's content version on `prompts/list` and `prompts/get`.
+pub(crate) const CONTENT_VERSION_KEY: &str = "versaoConteudo";
+
+/// The content version of `criar-curso`: `sha256:<hex>` of its template (the text with the
+/// placeholders `{titulo}` and `{cargaHoraria}` in place of the values), computed once. A
+/// conversation that used an older template shows another version.
+pub(crate) fn content_version() -> &'static str {
+    static VERSION: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    VERSION.get_or_init(|| {
+        use sha2::{Digest, Sha256};
+        let digest = Sha256::digest(route("{titulo}", "{cargaHoraria}").as_bytes());
+        let hex: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
+        format!("sha256:{hex}")
+    })
+}
+
+/// The `_meta` that carries [`content_version`].
+pub(crate) fn content_version_meta() -> rmcp::model::MetaObject {
+    let mut meta = rmcp::model::MetaObject::new();
+    meta.0.insert(CONTENT_VERSION_KEY.to_owned(), Value::from(content_version()));
+    meta
+}
+
 /// The arguments `prompts/list` shows for `criar-curso`.
 pub(crate) fn create_course_arguments() -> Option<Vec<PromptArgument>> {
     Some(vec![
