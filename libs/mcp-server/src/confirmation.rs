@@ -137,16 +137,16 @@ pub(crate) enum Confirmation {
 
 fn question(course: &Course) -> String {
     format!(
-        "Arquivar o curso \"{}\" ({})? Ele sai do catálogo e não poderá ser alterado nem desarquivado.",
-        course.title().as_str(),
+        "Arquivar o curso {} ({})? Ele sai do catálogo e não poderá ser alterado nem desarquivado.",
+        crate::wire::quoted(course.title().as_str()),
         course.id()
     )
 }
 
 fn not_confirmed(course: &Course) -> Confirmation {
     Confirmation::Refused(format!(
-        "O usuário não confirmou o arquivamento do curso \"{}\"; nada foi alterado.",
-        course.title().as_str()
+        "O usuário não confirmou o arquivamento do curso {}; nada foi alterado.",
+        crate::wire::quoted(course.title().as_str())
     ))
 }
 
@@ -215,8 +215,8 @@ pub(crate) async fn confirm_archive(
         Err(error) => {
             tracing::warn!(%error, "the archiving confirmation failed");
             Confirmation::Refused(format!(
-                "Não foi possível obter a confirmação do usuário para arquivar o curso \"{}\"; nada foi alterado.",
-                course.title().as_str()
+                "Não foi possível obter a confirmação do usuário para arquivar o curso {}; nada foi alterado.",
+                crate::wire::quoted(course.title().as_str())
             ))
         }
     }
@@ -276,10 +276,10 @@ fn cannot_confirm(options: &ServerOptions, course: &Course) -> Confirmation {
             Confirmation::Confirmed { version: course.version(), receipt: ApprovalReceipt::NotAsked }
         }
         UnconfirmedArchive::Refuse => Confirmation::Refused(format!(
-            "Arquivar o curso \"{}\" exige a confirmação do usuário, e este cliente não oferece confirmação \
+            "Arquivar o curso {} exige a confirmação do usuário, e este cliente não oferece confirmação \
              (elicitation); nada foi alterado. Peça ao usuário que arquive por um cliente com confirmação, ou o \
              administrador do servidor pode permitir com UNCONFIRMED_ARCHIVE=allow.",
-            course.title().as_str()
+            crate::wire::quoted(course.title().as_str())
         )),
     }
 }

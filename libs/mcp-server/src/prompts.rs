@@ -8,7 +8,7 @@ use rmcp::ErrorData as McpError;
 use rmcp::model::PromptArgument;
 use serde_json::Value;
 
-use crate::wire::CreateCoursePromptArguments;
+use crate::wire::{CreateCoursePromptArguments, quoted};
 
 /// The prompt's name.
 pub(crate) const CREATE_COURSE: &str = "criar-curso";
@@ -121,9 +121,6 @@ se a ferramenta recusar (isError), explique o motivo que ela devolveu."
     )
 }
 
-fn quoted(value: &str) -> String {
-    serde_json::to_string(value).unwrap_or_else(|_| "\"\"".to_owned())
-}
 
 #[cfg(test)]
 mod tests {

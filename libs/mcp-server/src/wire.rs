@@ -205,6 +205,13 @@ impl EvidenceJson {
     }
 }
 
+/// `text` as a JSON string literal (quoted, `"` `\\` and control characters escaped): how catalog
+/// data (a course's title) and user values appear inside a human-readable text, so that it reads
+/// as data and cannot close its quotes or start a line of its own.
+pub(crate) fn quoted(text: &str) -> String {
+    serde_json::to_string(text).unwrap_or_else(|_| "\"\"".to_owned())
+}
+
 /// Text recorded as JSON, shown as JSON (or as the text, should it ever not parse).
 fn json_or_text(text: &str) -> Value {
     serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned()))

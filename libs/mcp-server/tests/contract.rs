@@ -1554,3 +1554,6 @@ async fn streams_and_subscriptions_beyond_the_caller_and_process_caps_are_refuse
         }
     }
 }
+
+#[path = "contract/evidence.rs"]
+mod evidence;
