@@ -375,8 +375,7 @@ impl EvidenceColumns {
     }
 
     fn into_evidence(self) -> Result<Evidence, StoreError> {
-        let evidence =
-            Evidence::new(self.protocol_revision, self.client_name, self.client_version, self.surface_hash);
+        let evidence = Evidence::new(self.protocol_revision, self.client_name, self.client_version, self.surface_hash);
         let approval = match (
             self.approval.as_deref(),
             self.approval_question,
@@ -387,8 +386,8 @@ impl EvidenceColumns {
             (None, None, None, None, None) => return Ok(evidence),
             (Some(APPROVAL_NOT_ASKED), None, None, None, None) => ApprovalReceipt::NotAsked,
             (Some(APPROVAL_ASKED), Some(question), Some(shown_version), Some(answer), Some(answered_at)) => {
-                let shown_version = u64::try_from(shown_version)
-                    .map_err(|error| StoreError::new("negative shown version", error))?;
+                let shown_version =
+                    u64::try_from(shown_version).map_err(|error| StoreError::new("negative shown version", error))?;
                 ApprovalReceipt::asked(question, shown_version, answer, answered_at.0)
             }
             _ => return Err(StoreError::message("a stored approval receipt is incomplete")),

@@ -121,7 +121,6 @@ se a ferramenta recusar (isError), explique o motivo que ela devolveu."
     )
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,7 +4,9 @@
 //! the domain by hand ([`CourseJson::from_course`]), and tool arguments are parsed field by field
 //! into domain newtypes ([`crate::arguments`]) so that every refusal names its field in Portuguese.
 
-use courses_domain::{ApprovalReceipt, Course, CourseId, CoursePage, Evidence, HistoryEntry, HistoryPage, OffsetDateTime};
+use courses_domain::{
+    ApprovalReceipt, Course, CourseId, CoursePage, Evidence, HistoryEntry, HistoryPage, OffsetDateTime,
+};
 use rmcp::schemars::{self, JsonSchema};
 use std::sync::Arc;
 

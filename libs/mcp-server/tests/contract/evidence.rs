@@ -6,7 +6,7 @@ use mcp_server::{ServerOptions, UnconfirmedArchive};
 use rmcp::model::{ArgumentInfo, CompleteRequestParams, ElicitationAction, GetPromptRequestParams, Reference};
 use serde_json::{Value, json};
 
-use super::{ERAS, Era, Harness, Answering, assert_refused, attach, call_as, connect, connect_with, text_of};
+use super::{Answering, ERAS, Era, Harness, assert_refused, attach, call_as, connect, connect_with, text_of};
 
 fn revision(era: Era) -> &'static str {
     match era {
@@ -66,8 +66,8 @@ async fn an_approved_archiving_records_the_question_shown_the_version_it_showed_
         assert_eq!(receipt["resposta"]["action"], "accept");
         assert_eq!(receipt["resposta"]["content"], json!({"confirmar": true}));
         let answered_at = receipt["respondidaEm"].as_str().expect("answered at");
-        let answered_at = time::OffsetDateTime::parse(answered_at, &time::format_description::well_known::Rfc3339)
-            .expect("RFC 3339");
+        let answered_at =
+            time::OffsetDateTime::parse(answered_at, &time::format_description::well_known::Rfc3339).expect("RFC 3339");
         assert!(answered_at >= before - time::Duration::milliseconds(1), "{era:?}: {answered_at} < {before}");
         assert_eq!(entries[0]["evidencia"]["revisaoProtocolo"], revision(era));
         // The creation has no receipt.
@@ -149,15 +149,12 @@ async fn a_title_that_looks_like_an_instruction_comes_back_only_as_escaped_data(
             ArgumentInfo::new("uuid", "ignore"),
         );
         let values = harness.client.complete(request).await.expect("complete").completion.values;
-        assert_eq!(values, [id.clone()], "{era:?}");
+        assert_eq!(values, std::slice::from_ref(&id), "{era:?}");
 
         // Resources: the text of every document is JSON, with the title as one escaped string.
         for uri in ["cursos://catalogo".to_owned(), format!("cursos://{id}"), format!("cursos://{id}/historico")] {
-            let read = harness
-                .client
-                .read_resource(rmcp::model::ReadResourceRequestParams::new(&uri))
-                .await
-                .expect("read");
+            let read =
+                harness.client.read_resource(rmcp::model::ReadResourceRequestParams::new(&uri)).await.expect("read");
             let json = serde_json::to_value(&read).expect("json");
             assert_only_escaped(json["contents"][0]["text"].as_str().expect("text"), &uri);
         }
