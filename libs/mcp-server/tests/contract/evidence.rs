@@ -49,6 +49,31 @@ async fn every_write_records_the_revision_the_declared_client_and_the_hash_of_th
     }
 }
 
+/// A client that declares an empty name and version (`clientInfo` is required on the wire).
+struct Undeclared;
+
+impl rmcp::ClientHandler for Undeclared {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        rmcp::model::ClientConfig::new(
+            rmcp::model::ClientCapabilities::default(),
+            rmcp::model::Implementation::new("", ""),
+        )
+    }
+}
+
+#[tokio::test]
+async fn a_client_that_declares_no_name_is_recorded_as_undeclared_not_invented() {
+    for era in ERAS {
+        let harness = connect(era).await;
+        let anonymous = attach(Undeclared, &harness.state, era).await;
+        let created = call_as(&anonymous, "criar_curso", json!({"titulo": "Rust", "cargaHoraria": 10})).await;
+        let course = created.structured_content.expect("course");
+        let entries = history(&harness, &course).await;
+        assert_eq!(entries[0]["evidencia"]["cliente"], Value::Null, "{era:?}: {:#}", entries[0]);
+        assert_eq!(entries[0]["evidencia"]["revisaoProtocolo"], revision(era));
+    }
+}
+
 #[tokio::test]
 async fn an_approved_archiving_records_the_question_shown_the_version_it_showed_the_answer_and_when() {
     for era in ERAS {
