@@ -955,7 +955,9 @@ fn concurrent_writers_record_exactly_one_history_entry_per_accepted_write(backen
             [2 * round + 2, 2 * round + 3].map(|value| -> Box<dyn FnOnce(Catalog) -> _ + Send> {
                 Box::new(move |catalog: Catalog| async move {
                     let changes = CourseChanges { workload_hours: Some(hours(value)), ..CourseChanges::default() };
-                    catalog.update(id, changes, by()).await
+                    // Each write's evidence names its value: it must land on that write's entry.
+                    let marked = by().with_evidence(evidence(None, &format!("sha256:{value}")));
+                    catalog.update(id, changes, marked).await
                 })
             }),
         );
@@ -971,6 +973,11 @@ fn concurrent_writers_record_exactly_one_history_entry_per_accepted_write(backen
     assert_eq!(versions, (1..=21).rev().collect::<Vec<u64>>());
     for pair in history.entries.windows(2) {
         assert_eq!(pair[0].before.as_ref(), Some(&pair[1].after), "each entry starts where the previous ended");
+    }
+    for entry in &history.entries[..20] {
+        let surface = entry.provenance.evidence().map(crate::Evidence::surface_hash);
+        let expected = format!("sha256:{}", entry.after.workload_hours().get());
+        assert_eq!(surface, Some(expected.as_str()), "the evidence of another write: {entry:?}");
     }
 }
 
