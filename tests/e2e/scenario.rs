@@ -104,11 +104,23 @@ pub(crate) async fn run(client: &RunningService<RoleClient, ConfirmingUser>, era
     let tools: Vec<_> =
         entries.iter().map(|entry| entry["ferramenta"].as_str().unwrap_or_default().to_owned()).collect();
     assert_eq!(tools, ["arquivar_curso", "atualizar_curso", "criar_curso"], "{era:?}");
-    for entry in entries {
+    let revision = match era {
+        Era::Initialize => "2025-11-25",
+        Era::Discover => "2026-07-28",
+    };
+    for entry in entries.iter_mut() {
         // Who depends on the transport; everything else must match.
         assert_eq!(entry["autor"], author, "{era:?}");
         entry["autor"] = json!("<autor>");
+        // Every entry carries its evidence (ADR 0037), the same on both transports.
+        let evidence = &entry["evidencia"];
+        assert_eq!(evidence["revisaoProtocolo"], revision, "{era:?}: {evidence}");
+        assert_eq!(evidence["cliente"], json!({"nome": "e2e", "versao": "1"}), "{era:?}");
+        assert!(evidence["superficie"].as_str().is_some_and(|hash| hash.starts_with("sha256:")), "{evidence}");
     }
+    let receipt = &entries[0]["evidencia"]["aprovacao"];
+    assert_eq!(receipt["perguntado"], true, "{era:?}: {receipt}");
+    assert_eq!(receipt["pergunta"].as_str(), questions.first().map(String::as_str), "the question the user saw");
     record("histórico", history);
 
     let not_found = client.read_resource(ReadResourceRequestParams::new("cursos://nao-existe")).await;

@@ -180,7 +180,9 @@ on_both_stores! {
         every_accepted_write_is_in_the_history_newest_first_with_who_how_and_the_states,
         refused_replayed_and_no_op_writes_leave_no_history,
         a_long_history_is_paged_newest_first_without_gaps,
-        the_history_of_an_unknown_course_is_not_found;
+        the_history_of_an_unknown_course_is_not_found,
+        every_entry_keeps_its_evidence_and_an_archiving_its_receipt_and_entries_without_read_as_not_recorded,
+        an_archiving_under_the_allow_setting_records_that_no_one_was_asked;
     sync:
         a_taken_course_id_is_a_store_failure_and_not_a_duplicate_title,
         two_concurrent_creates_of_the_same_title_from_two_connections_let_exactly_one_win,
@@ -846,6 +848,52 @@ async fn every_accepted_write_is_in_the_history_newest_first_with_who_how_and_th
     assert_eq!(history.entries[0].recorded_at, archived.updated_at());
 }
 
+fn evidence(client: Option<(&str, &str)>, surface: &str) -> crate::Evidence {
+    crate::Evidence::new(
+        Some("2026-07-28".to_owned()),
+        client.map(|(name, _)| name.to_owned()),
+        client.map(|(_, version)| version.to_owned()),
+        surface,
+    )
+}
+
+async fn every_entry_keeps_its_evidence_and_an_archiving_its_receipt_and_entries_without_read_as_not_recorded(
+    backend: Backend,
+) {
+    let test = backend.open_catalog();
+    // A write without evidence stands for an entry written before evidence was recorded.
+    let created = test.catalog.create(new_course("Rust", 10), by()).await.expect("created");
+    let declared = by().with_evidence(evidence(Some(("Claude Code", "2.1.0")), "sha256:aa"));
+    let changes = CourseChanges { workload_hours: Some(hours(20)), ..CourseChanges::default() };
+    test.catalog.update(created.id(), changes, declared.clone()).await.expect("updated");
+    let answered_at = time::macros::datetime!(2026-12-01 10:00:00.123456 UTC);
+    let receipt = crate::ApprovalReceipt::asked("Arquivar o curso \"Rust\"?", 2, "{\"confirmar\":true}", answered_at);
+    let silent = by().with_evidence(evidence(None, "sha256:bb").with_approval(receipt.clone()));
+    test.catalog.archive_if(created.id(), Some(2), silent.clone()).await.expect("archived");
+    // A refused or no-op write leaves neither an entry nor its evidence.
+    let refused = by().with_evidence(evidence(None, "sha256:cc"));
+    test.catalog.archive_if(created.id(), Some(2), refused.clone()).await.expect_err("a stale version");
+    test.catalog.archive_if(created.id(), None, refused).await.expect("a no-op archiving");
+
+    let history = test.catalog.history(created.id(), None, PageSize::default()).await.expect("history");
+    let kept: Vec<_> = history.entries.iter().map(|entry| entry.provenance.evidence().cloned()).collect();
+    assert_eq!(kept, [silent.evidence().cloned(), declared.evidence().cloned(), None]);
+    let archiving = history.entries[0].provenance.evidence().expect("recorded");
+    assert_eq!(archiving.client_name(), None, "a client that declared nothing is not given a name");
+    assert_eq!(archiving.approval(), Some(&receipt));
+    assert_eq!(history.entries[1].provenance.evidence().and_then(crate::Evidence::client_version), Some("2.1.0"));
+}
+
+async fn an_archiving_under_the_allow_setting_records_that_no_one_was_asked(backend: Backend) {
+    let test = backend.open_catalog();
+    let created = test.catalog.create(new_course("Rust", 10), by()).await.expect("created");
+    let unasked = by().with_evidence(evidence(None, "sha256:aa").with_approval(crate::ApprovalReceipt::NotAsked));
+    test.catalog.archive(created.id(), unasked).await.expect("archived");
+    let history = test.catalog.history(created.id(), None, PageSize::default()).await.expect("history");
+    let approval = history.entries[0].provenance.evidence().and_then(crate::Evidence::approval);
+    assert_eq!(approval, Some(&crate::ApprovalReceipt::NotAsked));
+}
+
 async fn refused_replayed_and_no_op_writes_leave_no_history(backend: Backend) {
     let test = backend.open_catalog();
     let created = test.catalog.create(new_course("Rust", 10), by()).await.expect("created");
@@ -910,7 +958,9 @@ fn concurrent_writers_record_exactly_one_history_entry_per_accepted_write(backen
             [2 * round + 2, 2 * round + 3].map(|value| -> Box<dyn FnOnce(Catalog) -> _ + Send> {
                 Box::new(move |catalog: Catalog| async move {
                     let changes = CourseChanges { workload_hours: Some(hours(value)), ..CourseChanges::default() };
-                    catalog.update(id, changes, by()).await
+                    // Each write's evidence names its value: it must land on that write's entry.
+                    let marked = by().with_evidence(evidence(None, &format!("sha256:{value}")));
+                    catalog.update(id, changes, marked).await
                 })
             }),
         );
@@ -926,6 +976,11 @@ fn concurrent_writers_record_exactly_one_history_entry_per_accepted_write(backen
     assert_eq!(versions, (1..=21).rev().collect::<Vec<u64>>());
     for pair in history.entries.windows(2) {
         assert_eq!(pair[0].before.as_ref(), Some(&pair[1].after), "each entry starts where the previous ended");
+    }
+    for entry in &history.entries[..20] {
+        let surface = entry.provenance.evidence().map(crate::Evidence::surface_hash);
+        let expected = format!("sha256:{}", entry.after.workload_hours().get());
+        assert_eq!(surface, Some(expected.as_str()), "the evidence of another write: {entry:?}");
     }
 }
 

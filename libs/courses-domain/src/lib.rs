@@ -46,7 +46,7 @@ pub use course::{Course, CourseChanges, CourseRevision, NewCourse};
 pub use course_id::{CourseId, CourseIdError};
 pub use course_title::{CourseTitle, CourseTitleError, TitleSearchKey, code_point, comparison_key_of};
 pub use database_settings::{DatabaseSettingError, OpenedDatabase, open_database};
-pub use history::{HistoryEntry, HistoryPage, Provenance};
+pub use history::{ApprovalReceipt, Evidence, HistoryEntry, HistoryPage, Provenance};
 pub use idempotency_key::{CreationFingerprint, IdempotencyKey, IdempotencyKeyError};
 pub use page::{CoursePage, PageCursor, PageCursorError, PageSize};
 pub use postgres::{CHANGES_CHANNEL, FOLLOW_POLL, OpenPostgresStoreError, PostgresStore};

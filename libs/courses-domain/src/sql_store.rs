@@ -29,8 +29,8 @@ use time::{OffsetDateTime, PrimitiveDateTime};
 
 use crate::store::{ChangeFollower, IdempotentInsert, PoolStatus, RemoteChange, Replaced, Unwritable, WriteError};
 use crate::{
-    Course, CourseId, CourseRevision, CourseStore, CourseTitle, CreationFingerprint, HistoryEntry, IdempotencyKey,
-    PageCursor, Provenance, StoreError, TitleSearchKey, WorkloadHours,
+    ApprovalReceipt, Course, CourseId, CourseRevision, CourseStore, CourseTitle, CreationFingerprint, Evidence,
+    HistoryEntry, IdempotencyKey, PageCursor, Provenance, StoreError, TitleSearchKey, WorkloadHours,
 };
 
 /// The partial unique index on active courses' title keys, by the same name on both backends: a
@@ -116,6 +116,27 @@ pub(crate) mod schema {
     }
 
     diesel::table! {
+        use diesel::sql_types::*;
+        use super::super::StoredTimestamp;
+
+        course_history_evidence (seq) {
+            seq -> BigInt,
+            protocol_revision -> Nullable<Text>,
+            client_name -> Nullable<Text>,
+            client_version -> Nullable<Text>,
+            surface_hash -> Text,
+            approval -> Nullable<Text>,
+            approval_question -> Nullable<Text>,
+            approval_shown_version -> Nullable<BigInt>,
+            approval_answer -> Nullable<Text>,
+            approval_answered_at -> Nullable<StoredTimestamp>,
+        }
+    }
+
+    diesel::joinable!(course_history_evidence -> course_history (seq));
+    diesel::allow_tables_to_appear_in_same_query!(course_history, course_history_evidence);
+
+    diesel::table! {
         title_key_rule (singleton) {
             singleton -> Integer,
             version -> BigInt,
@@ -130,7 +151,7 @@ pub(crate) mod schema {
     }
 }
 
-use schema::{catalog_counters, course_creations, course_history, courses, title_key_rule};
+use schema::{catalog_counters, course_creations, course_history, course_history_evidence, courses, title_key_rule};
 
 /// The SQL type of a stored instant, which each backend keeps its own way (the on-disk formats of
 /// existing databases are kept): SQLite as `TEXT`, RFC 3339 in UTC with milliseconds, fixed width
@@ -306,8 +327,81 @@ struct HistoryRow {
     after_updated_at: Timestamp,
 }
 
+/// A history entry's evidence (ADR 0037), in its own table: an entry written before evidence
+/// was recorded has no row there, and reads back as "not recorded".
+#[derive(Debug, Default, Queryable, Selectable, Insertable)]
+#[diesel(table_name = course_history_evidence, check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
+struct EvidenceColumns {
+    seq: i64,
+    protocol_revision: Option<String>,
+    client_name: Option<String>,
+    client_version: Option<String>,
+    surface_hash: String,
+    approval: Option<String>,
+    approval_question: Option<String>,
+    approval_shown_version: Option<i64>,
+    approval_answer: Option<String>,
+    approval_answered_at: Option<Timestamp>,
+}
+
+const APPROVAL_ASKED: &str = "asked";
+const APPROVAL_NOT_ASKED: &str = "not_asked";
+
+impl EvidenceColumns {
+    fn of(seq: i64, evidence: &Evidence) -> QueryResult<Self> {
+        let mut columns = Self {
+            seq,
+            protocol_revision: evidence.protocol_revision().map(str::to_owned),
+            client_name: evidence.client_name().map(str::to_owned),
+            client_version: evidence.client_version().map(str::to_owned),
+            surface_hash: evidence.surface_hash().to_owned(),
+            ..Self::default()
+        };
+        match evidence.approval() {
+            None => {}
+            Some(ApprovalReceipt::NotAsked) => columns.approval = Some(APPROVAL_NOT_ASKED.to_owned()),
+            Some(ApprovalReceipt::Asked { question, shown_version, answer, answered_at }) => {
+                columns.approval = Some(APPROVAL_ASKED.to_owned());
+                columns.approval_question = Some(question.clone());
+                columns.approval_shown_version = Some(
+                    i64::try_from(*shown_version)
+                        .map_err(|error| diesel::result::Error::SerializationError(Box::new(error)))?,
+                );
+                columns.approval_answer = Some(answer.clone());
+                columns.approval_answered_at = Some(Timestamp(*answered_at));
+            }
+        }
+        Ok(columns)
+    }
+
+    fn into_evidence(self) -> Result<Evidence, StoreError> {
+        let evidence = Evidence::new(self.protocol_revision, self.client_name, self.client_version, self.surface_hash);
+        let approval = match (
+            self.approval.as_deref(),
+            self.approval_question,
+            self.approval_shown_version,
+            self.approval_answer,
+            self.approval_answered_at,
+        ) {
+            (None, None, None, None, None) => return Ok(evidence),
+            (Some(APPROVAL_NOT_ASKED), None, None, None, None) => ApprovalReceipt::NotAsked,
+            (Some(APPROVAL_ASKED), Some(question), Some(shown_version), Some(answer), Some(answered_at)) => {
+                let shown_version =
+                    u64::try_from(shown_version).map_err(|error| StoreError::new("negative shown version", error))?;
+                ApprovalReceipt::asked(question, shown_version, answer, answered_at.0)
+            }
+            _ => return Err(StoreError::message("a stored approval receipt is incomplete")),
+        };
+        Ok(evidence.with_approval(approval))
+    }
+}
+
 impl HistoryRow {
-    fn into_entry(self, course: &Course) -> Result<(HistoryEntry, PageCursor), StoreError> {
+    fn into_entry(
+        self,
+        evidence: Option<EvidenceColumns>,
+        course: &Course,
+    ) -> Result<(HistoryEntry, PageCursor), StoreError> {
         let before = match (
             self.before_title,
             self.before_workload_hours,
@@ -332,7 +426,12 @@ impl HistoryRow {
         let position = u64::try_from(self.seq).map_err(|error| StoreError::new("negative history position", error))?;
         let entry = HistoryEntry {
             recorded_at: after.updated_at(),
-            provenance: Provenance::new(self.author, self.tool, self.arguments),
+            provenance: match evidence {
+                Some(evidence) => {
+                    Provenance::new(self.author, self.tool, self.arguments).with_evidence(evidence.into_evidence()?)
+                }
+                None => Provenance::new(self.author, self.tool, self.arguments),
+            },
             before,
             after,
         };
@@ -733,8 +832,20 @@ fn record_history(
         course_history::after_version.eq(after.version),
         course_history::after_updated_at.eq(&after.updated_at),
     );
-    on_backend!(connection, |concrete| diesel::insert_into(course_history::table).values(&values).execute(concrete))
-        .map(|_| ())
+    on_backend!(connection, |concrete| diesel::insert_into(course_history::table).values(&values).execute(concrete))?;
+    let Some(evidence) = provenance.evidence() else { return Ok(()) };
+    // The entry just written is this course's newest: a course's writes are serialized (SQLite's
+    // one writer, PostgreSQL's row lock, a creation's id unknown to any other transaction).
+    let seq: Option<i64> = on_backend!(connection, |concrete| course_history::table
+        .filter(course_history::course_id.eq(&after.id))
+        .select(diesel::dsl::max(course_history::seq))
+        .get_result(concrete))?;
+    let seq = seq.ok_or(diesel::result::Error::NotFound)?;
+    let evidence = EvidenceColumns::of(seq, evidence)?;
+    on_backend!(connection, |concrete| diesel::insert_into(course_history_evidence::table)
+        .values(&evidence)
+        .execute(concrete))
+    .map(|_| ())
 }
 
 // Lookups by a unique key use `get_result`, not `first`: `first` adds `LIMIT ?`, and SQLite
@@ -791,15 +902,16 @@ fn history_page(
         .map_or(Ok(i64::MAX), |cursor| i64::try_from(cursor.position()))
         .map_err(|error| StoreError::new("cursor out of range", error))?;
     let course_id = course.id().to_string();
-    let rows: Vec<HistoryRow> = on_backend!(connection, |concrete| course_history::table
+    let rows: Vec<(HistoryRow, Option<EvidenceColumns>)> = on_backend!(connection, |concrete| course_history::table
+        .left_join(course_history_evidence::table)
         .filter(course_history::course_id.eq(&course_id))
         .filter(course_history::seq.lt(before))
         .order(course_history::seq.desc())
         .limit(limit)
-        .select(HistoryRow::as_select())
+        .select((HistoryRow::as_select(), Option::<EvidenceColumns>::as_select()))
         .load(concrete))
     .map_err(|error| StoreError::new("cannot read a course's history", error))?;
-    rows.into_iter().map(|row| row.into_entry(course)).collect()
+    rows.into_iter().map(|(row, evidence)| row.into_entry(evidence, course)).collect()
 }
 
 /// How many courses are active: the counter the triggers keep.

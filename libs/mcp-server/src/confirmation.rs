@@ -20,7 +20,7 @@
 
 use std::time::Duration;
 
-use courses_domain::Course;
+use courses_domain::{ApprovalReceipt, Course, OffsetDateTime};
 use rmcp::model::{
     ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema, InputRequest,
     InputRequests, InputRequiredResult, ProtocolVersion, RequestStateCodec, SealOptions,
@@ -126,6 +126,8 @@ pub(crate) enum Confirmation {
     Confirmed {
         /// The course's version when the question was asked.
         version: u64,
+        /// How it was approved, recorded with the archiving (ADR 0037).
+        receipt: ApprovalReceipt,
     },
     /// 2026-07-28: answer with this `input_required` result; the client retries with the answer.
     Ask(InputRequiredResult),
@@ -135,16 +137,16 @@ pub(crate) enum Confirmation {
 
 fn question(course: &Course) -> String {
     format!(
-        "Arquivar o curso \"{}\" ({})? Ele sai do catálogo e não poderá ser alterado nem desarquivado.",
-        course.title().as_str(),
+        "Arquivar o curso {} ({})? Ele sai do catálogo e não poderá ser alterado nem desarquivado.",
+        crate::wire::quoted(course.title().as_str()),
         course.id()
     )
 }
 
 fn not_confirmed(course: &Course) -> Confirmation {
     Confirmation::Refused(format!(
-        "O usuário não confirmou o arquivamento do curso \"{}\"; nada foi alterado.",
-        course.title().as_str()
+        "O usuário não confirmou o arquivamento do curso {}; nada foi alterado.",
+        crate::wire::quoted(course.title().as_str())
     ))
 }
 
@@ -195,24 +197,42 @@ pub(crate) async fn confirm_archive(
         return cannot_confirm(options, course);
     }
     match context.peer.elicit_with_timeout::<ArchiveConfirmation>(question(course), Some(ANSWER_TIMEOUT)).await {
-        Ok(Some(ArchiveConfirmation { confirmar: true })) => Confirmation::Confirmed { version: course.version() },
+        Ok(Some(ArchiveConfirmation { confirmar: true })) => {
+            let answer = serde_json::json!({"action": "accept", "content": {"confirmar": true}});
+            Confirmation::Confirmed {
+                version: course.version(),
+                receipt: ApprovalReceipt::asked(
+                    question(course),
+                    course.version(),
+                    answer.to_string(),
+                    OffsetDateTime::now_utc(),
+                ),
+            }
+        }
         Ok(_) | Err(ElicitationError::UserDeclined | ElicitationError::UserCancelled | ElicitationError::NoContent) => {
             not_confirmed(course)
         }
         Err(error) => {
             tracing::warn!(%error, "the archiving confirmation failed");
             Confirmation::Refused(format!(
-                "Não foi possível obter a confirmação do usuário para arquivar o curso \"{}\"; nada foi alterado.",
-                course.title().as_str()
+                "Não foi possível obter a confirmação do usuário para arquivar o curso {}; nada foi alterado.",
+                crate::wire::quoted(course.title().as_str())
             ))
         }
     }
 }
 
 /// The user's answer to a question this server asked about `version` of `course`.
+///
+/// The receipt's question is the one [`question`] words for `course` now: the archiving goes
+/// ahead only if `course` is still at `version`, the version the question showed, so the text
+/// is the one shown.
 fn read_answer(response: &serde_json::Value, course: &Course, version: u64) -> Confirmation {
     match serde_json::from_value::<ElicitResult>(response.clone()) {
-        Ok(result) if accepted(&result) => Confirmation::Confirmed { version },
+        Ok(result) if accepted(&result) => Confirmation::Confirmed {
+            version,
+            receipt: ApprovalReceipt::asked(question(course), version, response.to_string(), OffsetDateTime::now_utc()),
+        },
         Ok(_) => not_confirmed(course),
         Err(_) => Confirmation::Refused(
             "A resposta de confirmação (inputResponses.confirmacao) não é uma resposta de elicitação válida; \
@@ -252,12 +272,14 @@ fn ask_modern(seal: &ConfirmationSeal, caller: &str, course: &Course) -> Option<
 
 fn cannot_confirm(options: &ServerOptions, course: &Course) -> Confirmation {
     match options.unconfirmed_archive {
-        UnconfirmedArchive::Allow => Confirmation::Confirmed { version: course.version() },
+        UnconfirmedArchive::Allow => {
+            Confirmation::Confirmed { version: course.version(), receipt: ApprovalReceipt::NotAsked }
+        }
         UnconfirmedArchive::Refuse => Confirmation::Refused(format!(
-            "Arquivar o curso \"{}\" exige a confirmação do usuário, e este cliente não oferece confirmação \
+            "Arquivar o curso {} exige a confirmação do usuário, e este cliente não oferece confirmação \
              (elicitation); nada foi alterado. Peça ao usuário que arquive por um cliente com confirmação, ou o \
              administrador do servidor pode permitir com UNCONFIRMED_ARCHIVE=allow.",
-            course.title().as_str()
+            crate::wire::quoted(course.title().as_str())
         )),
     }
 }

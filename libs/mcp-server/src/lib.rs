@@ -13,6 +13,7 @@
 mod arguments;
 mod caller;
 mod confirmation;
+mod evidence;
 mod hub;
 mod outcomes;
 pub mod policy;

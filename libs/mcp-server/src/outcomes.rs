@@ -16,7 +16,7 @@ use serde_json::json;
 
 use crate::caller::Caller;
 use crate::uris;
-use crate::wire::CourseJson;
+use crate::wire::{CourseJson, quoted};
 
 pub(crate) const INTERNAL_TOOL_ERROR: &str =
     "Erro interno ao acessar o catálogo de cursos. Tente novamente em instantes.";
@@ -113,13 +113,13 @@ pub(crate) fn changed_since_confirmation(shown: &Course, current: Option<&Course
         Some(current) if current.is_archived() => {
             format!("agora está arquivado (versão {})", current.version())
         }
-        Some(current) => format!("agora é \"{}\", versão {}", current.title().as_str(), current.version()),
+        Some(current) => format!("agora é {}, versão {}", quoted(current.title().as_str()), current.version()),
         None => "não pôde ser lido de novo".to_owned(),
     };
     refused(&format!(
-        "O curso {id} mudou depois que o usuário confirmou o arquivamento: a confirmação era para \"{}\", versão {}, \
+        "O curso {id} mudou depois que o usuário confirmou o arquivamento: a confirmação era para {}, versão {}, \
          e o curso {now}. Nada foi arquivado. Leia cursos://{id} e peça a confirmação de novo se ainda fizer sentido.",
-        shown.title().as_str(),
+        quoted(shown.title().as_str()),
         shown.version()
     ))
 }
@@ -233,8 +233,8 @@ fn success(course: &Course, summary: &str) -> CallToolResult {
     let uri = uris::course(course.id());
     let value = serde_json::to_value(&json).unwrap_or_else(|_| json!({}));
     let text = format!(
-        "{summary}: \"{}\" ({} h){}. Leia-o em {uri}.",
-        json.titulo,
+        "{summary}: {} ({} h){}. Leia-o em {uri}.",
+        quoted(&json.titulo),
         json.carga_horaria,
         if json.arquivado { ", arquivado" } else { "" }
     );
@@ -249,8 +249,9 @@ fn success(course: &Course, summary: &str) -> CallToolResult {
 
 fn duplicate_title(title: &str) -> String {
     format!(
-        "Já existe um curso ativo com o título \"{title}\" (títulos são comparados sem diferenciar maiúsculas, espaços extras, caracteres invisíveis nem grafias Unicode equivalentes). \
-         Escolha outro 'titulo' ou altere o curso existente com atualizar_curso."
+        "Já existe um curso ativo com o título {} (títulos são comparados sem diferenciar maiúsculas, espaços extras, caracteres invisíveis nem grafias Unicode equivalentes). \
+         Escolha outro 'titulo' ou altere o curso existente com atualizar_curso.",
+        quoted(title)
     )
 }
 

@@ -8,7 +8,33 @@ use rmcp::ErrorData as McpError;
 use rmcp::model::PromptArgument;
 use serde_json::Value;
 
-use crate::wire::CreateCoursePromptArguments;
+use crate::wire::{CreateCoursePromptArguments, quoted};
+
+/// The prompt's name.
+pub(crate) const CREATE_COURSE: &str = "criar-curso";
+
+/// The `_meta` key of a prompt's content version on `prompts/list` and `prompts/get`.
+pub(crate) const CONTENT_VERSION_KEY: &str = "versaoConteudo";
+
+/// The content version of `criar-curso`: `sha256:<hex>` of its template (the text with the
+/// placeholders `{titulo}` and `{cargaHoraria}` in place of the values), computed once. A
+/// conversation that used an older template shows another version.
+pub(crate) fn content_version() -> &'static str {
+    static VERSION: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    VERSION.get_or_init(|| {
+        use sha2::{Digest, Sha256};
+        let digest = Sha256::digest(route("{titulo}", "{cargaHoraria}").as_bytes());
+        let hex: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
+        format!("sha256:{hex}")
+    })
+}
+
+/// The `_meta` that carries [`content_version`].
+pub(crate) fn content_version_meta() -> rmcp::model::MetaObject {
+    let mut meta = rmcp::model::MetaObject::new();
+    meta.0.insert(CONTENT_VERSION_KEY.to_owned(), Value::from(content_version()));
+    meta
+}
 
 /// The arguments `prompts/list` shows for `criar-curso`.
 pub(crate) fn create_course_arguments() -> Option<Vec<PromptArgument>> {
@@ -93,10 +119,6 @@ a carga horária deve ser um número inteiro de 1 a 1000 horas. Se algo estiver 
 5. Confirme o resultado ao usuário: mostre o id, o título, a carga horária e o link cursos://<id> do curso criado; \
 se a ferramenta recusar (isError), explique o motivo que ela devolveu."
     )
-}
-
-fn quoted(value: &str) -> String {
-    serde_json::to_string(value).unwrap_or_else(|_| "\"\"".to_owned())
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use courses_domain::{ArchiveCourseError, Course, GetCourseError, PageCursor, PageSize, Provenance};
+use courses_domain::{ApprovalReceipt, ArchiveCourseError, Course, GetCourseError, PageCursor, PageSize, Provenance};
 use rmcp::handler::server::common::{schema_for_input, schema_for_output};
 use rmcp::handler::server::router::prompt::PromptRouter;
 use rmcp::handler::server::router::tool::ToolRouter;
@@ -40,7 +40,7 @@ use crate::wire::{
     ArchiveCourseArguments, CatalogPageJson, CourseJson, CreateCourseArguments, CreateCoursePromptArguments,
     HistoryPageJson, ListCoursesArguments, ReadCourseArguments, UpdateCourseArguments,
 };
-use crate::{arguments, outcomes, prompts, wire};
+use crate::{arguments, evidence, outcomes, prompts, wire};
 
 const JSON: &str = "application/json";
 
@@ -160,10 +160,64 @@ fn http_session_in(extensions: &rmcp::model::Extensions) -> Option<String> {
     parts.headers.get("mcp-session-id")?.to_str().ok().map(str::to_owned)
 }
 
-/// Who asked for a write, through which tool, with which arguments: recorded in the history.
-fn provenance(context: &RequestContext<RoleServer>, tool: &str, raw_arguments: &JsonObject) -> Provenance {
-    let arguments = serde_json::to_string(raw_arguments).unwrap_or_default();
-    Provenance::new(caller_of(context).name(), tool, arguments)
+impl CursosServer {
+    /// Who asked for a write, through which tool, with which arguments, and the evidence of how
+    /// (ADR 0037; with `approval`, an archiving's receipt): recorded in the history.
+    fn provenance(
+        &self,
+        context: &RequestContext<RoleServer>,
+        tool: &str,
+        raw_arguments: &JsonObject,
+        approval: Option<ApprovalReceipt>,
+    ) -> Provenance {
+        let arguments = serde_json::to_string(raw_arguments).unwrap_or_default();
+        let caller = caller_of(context);
+        let mut evidence = evidence::of_request(context, self.surface_hash(&caller));
+        if let Some(approval) = approval {
+            evidence = evidence.with_approval(approval);
+        }
+        Provenance::new(caller.name(), tool, arguments).with_evidence(evidence)
+    }
+
+    /// The hash of what `caller` is offered now: the same lists `tools/list`, `prompts/list`,
+    /// `resources/templates/list` and the static part of `resources/list` answer with. Computed
+    /// for writes only (a few kilobytes of JSON and one SHA-256; reads never pay for it).
+    fn surface_hash(&self, caller: &Caller) -> String {
+        let tools = self.offered_tools(caller);
+        let prompts = self.offered_prompts(caller);
+        evidence::surface_hash(&evidence::Surface {
+            tools: &tools,
+            prompts: &prompts,
+            resource_templates: &resource_templates(),
+            resources: &[catalog_resource()],
+        })
+    }
+
+    /// The tools `caller` is offered: a caller that may not write sees only the read-only ones,
+    /// and none the operator's policy disabled for its catalog (ADR 0036).
+    fn offered_tools(&self, caller: &Caller) -> Vec<rmcp::model::Tool> {
+        let mut tools = self.routers.tools.list_all();
+        if !caller.scope().can_write() {
+            tools.retain(|tool| !is_writing(tool));
+        }
+        let policy = self.state.policy().for_catalog(catalog_of(caller));
+        tools.retain(|tool| policy.allows_tool(&tool.name));
+        tools
+    }
+
+    /// The prompts `caller` is offered (none the policy disabled), each with its content version
+    /// in `_meta`.
+    fn offered_prompts(&self, caller: &Caller) -> Vec<rmcp::model::Prompt> {
+        let policy = self.state.policy().for_catalog(catalog_of(caller));
+        let mut listed = self.routers.prompts.list_all();
+        listed.retain(|prompt| policy.allows_prompt(&prompt.name));
+        for prompt in &mut listed {
+            if prompt.name == prompts::CREATE_COURSE {
+                prompt.meta = Some(prompts::content_version_meta());
+            }
+        }
+        listed
+    }
 }
 
 /// The catalog (tenant) whose policy applies to `caller` (ADR 0036).
@@ -197,7 +251,7 @@ impl CursosServer {
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false)
     )]
     async fn create_course(&self, raw_arguments: JsonObject, context: RequestContext<RoleServer>) -> CallToolResult {
-        let provenance = provenance(&context, "criar_curso", &raw_arguments);
+        let provenance = self.provenance(&context, "criar_curso", &raw_arguments, None);
         match arguments::create_course(&raw_arguments) {
             Ok((new_course, None)) => outcomes::created(self.state.catalog.create(new_course, provenance).await),
             Ok((new_course, Some(key))) => {
@@ -218,7 +272,7 @@ impl CursosServer {
         annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false)
     )]
     async fn update_course(&self, raw_arguments: JsonObject, context: RequestContext<RoleServer>) -> CallToolResult {
-        let provenance = provenance(&context, "atualizar_curso", &raw_arguments);
+        let provenance = self.provenance(&context, "atualizar_curso", &raw_arguments, None);
         match arguments::update_course(&raw_arguments) {
             Ok(request) => outcomes::updated(
                 self.state.catalog.update_if(request.id, request.changes, request.expected_version, provenance).await,
@@ -257,9 +311,10 @@ impl CursosServer {
             }
             Err(GetCourseError::Store(error)) => return outcomes::archived(Err(error.into())).into(),
         };
-        let provenance = provenance(&context, "arquivar_curso", &raw_arguments);
         let stale = expected_version.is_some_and(|expected| expected != course.version());
         if course.is_archived() || stale {
+            // A no-op or a refusal: nothing is written, so no evidence is computed.
+            let provenance = Provenance::new(caller_of(&context).name(), "arquivar_curso", "");
             return outcomes::archived(self.state.catalog.archive_if(id, expected_version, provenance).await).into();
         }
         let caller = caller_of(&context);
@@ -274,10 +329,12 @@ impl CursosServer {
         )
         .await
         {
-            Confirmation::Confirmed { version } => version,
+            Confirmation::Confirmed { version, receipt } => (version, receipt),
             Confirmation::Ask(input_required) => return input_required.into(),
             Confirmation::Refused(message) => return outcomes::refused(&message).into(),
         };
+        let (shown_version, receipt) = shown_version;
+        let provenance = self.provenance(&context, "arquivar_curso", &raw_arguments, Some(receipt));
         // Only the version the user was shown is archived: a change since refuses.
         let outcome = self.state.catalog.archive_if(id, Some(shown_version), provenance).await;
         if let Err(ArchiveCourseError::StaleVersion { .. }) = outcome {
@@ -340,9 +397,40 @@ impl CursosServer {
         Parameters(arguments): Parameters<CreateCoursePromptArguments>,
     ) -> Result<GetPromptResult, McpError> {
         let text = prompts::create_course(&arguments)?;
-        Ok(GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)])
-            .with_description("Cadastro guiado de um curso no catálogo"))
+        let mut result = GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)])
+            .with_description("Cadastro guiado de um curso no catálogo");
+        result.meta = Some(prompts::content_version_meta());
+        Ok(result)
     }
+}
+
+/// The catalog's entry in `resources/list` (the one static resource).
+fn catalog_resource() -> Resource {
+    Resource::new(uris::CATALOG, "catalogo")
+        .with_title("Catálogo de cursos")
+        .with_description("Cursos ativos, mais antigos primeiro, até 100 por página; siga proximaPagina.")
+        .with_mime_type(JSON)
+        .with_icons(icons())
+}
+
+/// What `resources/templates/list` answers.
+fn resource_templates() -> Vec<ResourceTemplate> {
+    vec![
+        ResourceTemplate::new(uris::COURSE_TEMPLATE, "curso")
+            .with_title("Curso por id")
+            .with_description("Um curso pelo seu id (UUID), inclusive arquivado. O id pode ser completado pelo título.")
+            .with_mime_type(JSON)
+            .with_icons(icons()),
+        ResourceTemplate::new(uris::HISTORY_TEMPLATE, "historico")
+            .with_title("Histórico de um curso")
+            .with_description(
+                "Cada alteração aceita de um curso (quem, quando, ferramenta, argumentos, antes e depois, e a \
+                 evidência: revisão do protocolo, cliente, superfície oferecida e o recibo de aprovação de um \
+                 arquivamento), mais recentes primeiro, até 100 por página; siga proximaPagina.",
+            )
+            .with_mime_type(JSON)
+            .with_icons(icons()),
+    ]
 }
 
 fn course_resource(course: &Course) -> Resource {
@@ -403,14 +491,7 @@ impl ServerHandler for CursosServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let mut tools = self.routers.tools.list_all();
-        let caller = caller_of(&context);
-        if !caller.scope().can_write() {
-            tools.retain(|tool| !is_writing(tool));
-        }
-        let policy = self.state.policy().for_catalog(catalog_of(&caller));
-        tools.retain(|tool| policy.allows_tool(&tool.name));
-        let mut result = ListToolsResult::with_all_items(tools);
+        let mut result = ListToolsResult::with_all_items(self.offered_tools(&caller_of(&context)));
         if is_modern(&context) {
             // The listing depends on the caller's key: never shared between callers.
             result.ttl_ms = Some(STATIC_LIST_TTL_MS);
@@ -442,13 +523,7 @@ impl ServerHandler for CursosServer {
             .map_err(outcomes::internal_protocol_error)?;
         let mut resources = Vec::with_capacity(page.courses.len() + 1);
         if cursor.is_none() {
-            resources.push(
-                Resource::new(uris::CATALOG, "catalogo")
-                    .with_title("Catálogo de cursos")
-                    .with_description("Cursos ativos, mais antigos primeiro, até 100 por página; siga proximaPagina.")
-                    .with_mime_type(JSON)
-                    .with_icons(icons()),
-            );
+            resources.push(catalog_resource());
         }
         resources.extend(page.courses.iter().map(course_resource));
         let mut result = ListResourcesResult::with_all_items(resources);
@@ -466,23 +541,7 @@ impl ServerHandler for CursosServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
-        let mut result = ListResourceTemplatesResult::with_all_items(vec![
-            ResourceTemplate::new(uris::COURSE_TEMPLATE, "curso")
-                .with_title("Curso por id")
-                .with_description(
-                    "Um curso pelo seu id (UUID), inclusive arquivado. O id pode ser completado pelo título.",
-                )
-                .with_mime_type(JSON)
-                .with_icons(icons()),
-            ResourceTemplate::new(uris::HISTORY_TEMPLATE, "historico")
-                .with_title("Histórico de um curso")
-                .with_description(
-                    "Cada alteração aceita de um curso (quem, quando, ferramenta, argumentos, antes e depois), \
-                     mais recentes primeiro, até 100 por página; siga proximaPagina.",
-                )
-                .with_mime_type(JSON)
-                .with_icons(icons()),
-        ]);
+        let mut result = ListResourceTemplatesResult::with_all_items(resource_templates());
         if is_modern(&context) {
             result.ttl_ms = Some(STATIC_LIST_TTL_MS);
             result.cache_scope = Some(CacheScope::Public);
@@ -508,10 +567,7 @@ impl ServerHandler for CursosServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
-        let policy = self.state.policy().for_catalog(catalog_of(&caller_of(&context)));
-        let mut prompts = self.routers.prompts.list_all();
-        prompts.retain(|prompt| policy.allows_prompt(&prompt.name));
-        let mut result = ListPromptsResult::with_all_items(prompts);
+        let mut result = ListPromptsResult::with_all_items(self.offered_prompts(&caller_of(&context)));
         if is_modern(&context) {
             result.ttl_ms = Some(STATIC_LIST_TTL_MS);
             // The listing depends on the policy of the caller's catalog.

@@ -4,7 +4,9 @@
 //! the domain by hand ([`CourseJson::from_course`]), and tool arguments are parsed field by field
 //! into domain newtypes ([`crate::arguments`]) so that every refusal names its field in Portuguese.
 
-use courses_domain::{Course, CourseId, CoursePage, HistoryEntry, HistoryPage, OffsetDateTime};
+use courses_domain::{
+    ApprovalReceipt, Course, CourseId, CoursePage, Evidence, HistoryEntry, HistoryPage, OffsetDateTime,
+};
 use rmcp::schemars::{self, JsonSchema};
 use std::sync::Arc;
 
@@ -124,6 +126,97 @@ pub struct HistoryEntryJson {
     pub antes: Option<CourseJson>,
     /// O curso depois da alteração.
     pub depois: CourseJson,
+    /// Como a alteração foi pedida: revisão do protocolo, cliente, superfície oferecida e, num
+    /// arquivamento, o recibo da aprovação. `null` numa alteração registrada antes de o servidor
+    /// guardar essa evidência (não registrada, nunca inventada).
+    pub evidencia: Option<EvidenceJson>,
+}
+
+/// The evidence of how a write was asked for (ADR 0037).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct EvidenceJson {
+    /// A revisão do protocolo MCP da requisição (`null` se o cliente não declarou nenhuma).
+    #[serde(rename = "revisaoProtocolo")]
+    pub revisao_protocolo: Option<String>,
+    /// O cliente, como ele se declarou (`clientInfo`); `null` se não declarou.
+    pub cliente: Option<ClientJson>,
+    /// SHA-256 (`sha256:<hex>`) das definições de ferramentas, prompts e recursos oferecidas a quem
+    /// pediu, naquele momento.
+    pub superficie: String,
+    /// O recibo da aprovação de um arquivamento; `null` nas demais alterações.
+    pub aprovacao: Option<ApprovalJson>,
+}
+
+/// The client as it declared itself.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ClientJson {
+    /// O nome declarado (`null` se não declarou).
+    pub nome: Option<String>,
+    /// A versão declarada (`null` se não declarou).
+    pub versao: Option<String>,
+}
+
+/// An archiving's approval receipt.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ApprovalJson {
+    /// `true` quando o usuário foi consultado; `false` quando ninguém foi (arquivamento sem
+    /// confirmação permitido pelo operador, `UNCONFIRMED_ARCHIVE=allow`).
+    pub perguntado: bool,
+    /// A pergunta mostrada ao usuário.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pergunta: Option<String>,
+    /// A versão do curso que a pergunta mostrava (a arquivada).
+    #[serde(rename = "versaoMostrada", skip_serializing_if = "Option::is_none")]
+    pub versao_mostrada: Option<u64>,
+    /// A resposta, como o cliente a enviou.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resposta: Option<Value>,
+    /// Quando o servidor recebeu a resposta (RFC 3339, UTC).
+    #[serde(rename = "respondidaEm", skip_serializing_if = "Option::is_none")]
+    pub respondida_em: Option<String>,
+}
+
+impl EvidenceJson {
+    fn from_evidence(evidence: &Evidence) -> Self {
+        let cliente = (evidence.client_name().is_some() || evidence.client_version().is_some()).then(|| ClientJson {
+            nome: evidence.client_name().map(str::to_owned),
+            versao: evidence.client_version().map(str::to_owned),
+        });
+        let aprovacao = evidence.approval().map(|approval| match approval {
+            ApprovalReceipt::Asked { question, shown_version, answer, answered_at } => ApprovalJson {
+                perguntado: true,
+                pergunta: Some(question.clone()),
+                versao_mostrada: Some(*shown_version),
+                resposta: Some(json_or_text(answer)),
+                respondida_em: Some(rfc3339(*answered_at)),
+            },
+            ApprovalReceipt::NotAsked => ApprovalJson {
+                perguntado: false,
+                pergunta: None,
+                versao_mostrada: None,
+                resposta: None,
+                respondida_em: None,
+            },
+        });
+        Self {
+            revisao_protocolo: evidence.protocol_revision().map(str::to_owned),
+            cliente,
+            superficie: evidence.surface_hash().to_owned(),
+            aprovacao,
+        }
+    }
+}
+
+/// `text` as a JSON string literal (quoted, `"` `\\` and control characters escaped): how catalog
+/// data (a course's title) and user values appear inside a human-readable text, so that it reads
+/// as data and cannot close its quotes or start a line of its own.
+pub(crate) fn quoted(text: &str) -> String {
+    serde_json::to_string(text).unwrap_or_else(|_| "\"\"".to_owned())
+}
+
+/// Text recorded as JSON, shown as JSON (or as the text, should it ever not parse).
+fn json_or_text(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned()))
 }
 
 impl HistoryEntryJson {
@@ -135,10 +228,10 @@ impl HistoryEntryJson {
             em: rfc3339(entry.recorded_at),
             autor: entry.provenance.author().to_owned(),
             ferramenta: entry.provenance.tool().to_owned(),
-            // Recorded as JSON text; shown as JSON (or as the text, should it ever not parse).
-            argumentos: serde_json::from_str(arguments).unwrap_or_else(|_| Value::String(arguments.to_owned())),
+            argumentos: json_or_text(arguments),
             antes: entry.before.as_ref().map(CourseJson::from_course),
             depois: CourseJson::from_course(&entry.after),
+            evidencia: entry.provenance.evidence().map(EvidenceJson::from_evidence),
         }
     }
 }

@@ -1557,3 +1557,5 @@ async fn streams_and_subscriptions_beyond_the_caller_and_process_caps_are_refuse
 
 #[path = "contract/policy.rs"]
 mod policy;
+#[path = "contract/evidence.rs"]
+mod evidence;
