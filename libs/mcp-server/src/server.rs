@@ -119,8 +119,26 @@ impl CursosServer {
         }
     }
 
-    async fn catalog_page_json(&self, after: Option<PageCursor>) -> Result<String, McpError> {
-        let catalog = &self.state.catalog;
+    /// The caller of this request, and the one catalog it may reach (ADR 0035).
+    fn caller_of(&self, context: &RequestContext<RoleServer>) -> Caller {
+        caller_in(&context.extensions, &self.state.local_catalog)
+    }
+
+    /// The catalog of this request's caller: the only catalog a request reads or changes.
+    fn catalog_of(&self, context: &RequestContext<RoleServer>) -> courses_domain::Catalog {
+        self.state.catalog_of(&self.caller_of(context))
+    }
+
+    /// Who asked for a write, through which tool, with which arguments: recorded in the history.
+    fn provenance(&self, context: &RequestContext<RoleServer>, tool: &str, raw_arguments: &JsonObject) -> Provenance {
+        let arguments = serde_json::to_string(raw_arguments).unwrap_or_default();
+        Provenance::new(self.caller_of(context).name(), tool, arguments)
+    }
+
+    async fn catalog_page_json(
+        catalog: &courses_domain::Catalog,
+        after: Option<PageCursor>,
+    ) -> Result<String, McpError> {
         let page = catalog.active_page(after, PageSize::default()).await.map_err(outcomes::internal_protocol_error)?;
         let total = catalog.count_active().await.map_err(outcomes::internal_protocol_error)?;
         serde_json::to_string(&CatalogPageJson::from_page(total, &page)).map_err(outcomes::internal_protocol_error)
@@ -138,18 +156,15 @@ fn output_schema<T: rmcp::schemars::JsonSchema + 'static>() -> Arc<JsonObject> {
 }
 
 /// Who sends this request. Over HTTP the backend puts the authenticated [`Caller`] into the
-/// request's extensions; a request without one is read-only (fail closed). Without HTTP (stdio,
-/// in-process) the one local user has full scope.
-fn caller_of(context: &RequestContext<RoleServer>) -> Caller {
-    caller_in(&context.extensions)
-}
-
-fn caller_in(extensions: &rmcp::model::Extensions) -> Caller {
+/// request's extensions; a request without one is read-only (fail closed) and in the default
+/// catalog. Without HTTP (stdio, in-process) the one local user has full scope, in the
+/// process's `local` catalog (the stdio app's `--catalog`).
+fn caller_in(extensions: &rmcp::model::Extensions, local: &courses_domain::CatalogName) -> Caller {
     match extensions.get::<http::request::Parts>() {
         Some(parts) => {
             parts.extensions.get::<Caller>().cloned().unwrap_or_else(|| Caller::new(UNAUTHENTICATED, Scope::Read))
         }
-        None => Caller::stdio(),
+        None => Caller::stdio(local.clone()),
     }
 }
 
@@ -157,12 +172,6 @@ fn caller_in(extensions: &rmcp::model::Extensions) -> Caller {
 fn http_session_in(extensions: &rmcp::model::Extensions) -> Option<String> {
     let parts = extensions.get::<http::request::Parts>()?;
     parts.headers.get("mcp-session-id")?.to_str().ok().map(str::to_owned)
-}
-
-/// Who asked for a write, through which tool, with which arguments: recorded in the history.
-fn provenance(context: &RequestContext<RoleServer>, tool: &str, raw_arguments: &JsonObject) -> Provenance {
-    let arguments = serde_json::to_string(raw_arguments).unwrap_or_default();
-    Provenance::new(caller_of(context).name(), tool, arguments)
 }
 
 /// The name an HTTP request without an authenticated caller is treated under (read-only).
@@ -190,12 +199,12 @@ impl CursosServer {
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false)
     )]
     async fn create_course(&self, raw_arguments: JsonObject, context: RequestContext<RoleServer>) -> CallToolResult {
-        let provenance = provenance(&context, "criar_curso", &raw_arguments);
+        let provenance = self.provenance(&context, "criar_curso", &raw_arguments);
         match arguments::create_course(&raw_arguments) {
-            Ok((new_course, None)) => outcomes::created(self.state.catalog.create(new_course, provenance).await),
-            Ok((new_course, Some(key))) => {
-                outcomes::created_idempotently(self.state.catalog.create_idempotent(new_course, key, provenance).await)
-            }
+            Ok((new_course, None)) => outcomes::created(self.catalog_of(&context).create(new_course, provenance).await),
+            Ok((new_course, Some(key))) => outcomes::created_idempotently(
+                self.catalog_of(&context).create_idempotent(new_course, key, provenance).await,
+            ),
             Err(errors) => outcomes::refused(&errors.message()),
         }
     }
@@ -211,10 +220,12 @@ impl CursosServer {
         annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false)
     )]
     async fn update_course(&self, raw_arguments: JsonObject, context: RequestContext<RoleServer>) -> CallToolResult {
-        let provenance = provenance(&context, "atualizar_curso", &raw_arguments);
+        let provenance = self.provenance(&context, "atualizar_curso", &raw_arguments);
         match arguments::update_course(&raw_arguments) {
             Ok(request) => outcomes::updated(
-                self.state.catalog.update_if(request.id, request.changes, request.expected_version, provenance).await,
+                self.catalog_of(&context)
+                    .update_if(request.id, request.changes, request.expected_version, provenance)
+                    .await,
             ),
             Err(errors) => outcomes::refused(&errors.message()),
         }
@@ -243,19 +254,20 @@ impl CursosServer {
             Err(errors) => return outcomes::refused(&errors.message()).into(),
         };
         // Refusals and no-ops need no confirmation: only a real archiving is asked about.
-        let course = match self.state.catalog.get(id).await {
+        let catalog = self.catalog_of(&context);
+        let course = match catalog.get(id).await {
             Ok(course) => course,
             Err(GetCourseError::NotFound { id }) => {
                 return outcomes::archived(Err(ArchiveCourseError::NotFound { id })).into();
             }
             Err(GetCourseError::Store(error)) => return outcomes::archived(Err(error.into())).into(),
         };
-        let provenance = provenance(&context, "arquivar_curso", &raw_arguments);
+        let provenance = self.provenance(&context, "arquivar_curso", &raw_arguments);
         let stale = expected_version.is_some_and(|expected| expected != course.version());
         if course.is_archived() || stale {
-            return outcomes::archived(self.state.catalog.archive_if(id, expected_version, provenance).await).into();
+            return outcomes::archived(catalog.archive_if(id, expected_version, provenance).await).into();
         }
-        let caller = caller_of(&context);
+        let caller = self.caller_of(&context);
         let answer = confirmation::Answer { responses, request_state };
         let shown_version = match confirmation::confirm_archive(
             &self.state.options,
@@ -272,9 +284,9 @@ impl CursosServer {
             Confirmation::Refused(message) => return outcomes::refused(&message).into(),
         };
         // Only the version the user was shown is archived: a change since refuses.
-        let outcome = self.state.catalog.archive_if(id, Some(shown_version), provenance).await;
+        let outcome = catalog.archive_if(id, Some(shown_version), provenance).await;
         if let Err(ArchiveCourseError::StaleVersion { .. }) = outcome {
-            let current = self.state.catalog.get(id).await.ok();
+            let current = catalog.get(id).await.ok();
             return outcomes::changed_since_confirmation(&course, current.as_ref()).into();
         }
         outcomes::archived(outcome).into()
@@ -290,12 +302,12 @@ impl CursosServer {
         output_schema = output_schema::<CatalogPageJson>(),
         annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
     )]
-    async fn list_courses(&self, raw_arguments: JsonObject) -> CallToolResult {
+    async fn list_courses(&self, raw_arguments: JsonObject, context: RequestContext<RoleServer>) -> CallToolResult {
         let after = match arguments::list_courses(&raw_arguments) {
             Ok(after) => after,
             Err(errors) => return outcomes::refused(&errors.message()),
         };
-        match self.catalog_page_json(after).await {
+        match Self::catalog_page_json(&self.catalog_of(&context), after).await {
             Ok(json) => outcomes::read_only(&json),
             Err(_) => outcomes::refused(outcomes::INTERNAL_TOOL_ERROR),
         }
@@ -310,9 +322,9 @@ impl CursosServer {
         output_schema = output_schema::<CourseJson>(),
         annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
     )]
-    async fn read_course(&self, raw_arguments: JsonObject) -> CallToolResult {
+    async fn read_course(&self, raw_arguments: JsonObject, context: RequestContext<RoleServer>) -> CallToolResult {
         match arguments::read_course(&raw_arguments) {
-            Ok(id) => outcomes::read_course(self.state.catalog.get(id).await),
+            Ok(id) => outcomes::read_course(self.catalog_of(&context).get(id).await),
             Err(errors) => outcomes::refused(&errors.message()),
         }
     }
@@ -374,7 +386,7 @@ impl ServerHandler for CursosServer {
         request: rmcp::model::CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::CallToolResponse, McpError> {
-        let caller = caller_of(&context);
+        let caller = self.caller_of(&context);
         if !caller.scope().can_write() && self.routers.tools.get(&request.name).is_some_and(is_writing) {
             return Err(outcomes::scope_refused(&request.name, &caller));
         }
@@ -388,7 +400,7 @@ impl ServerHandler for CursosServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let mut tools = self.routers.tools.list_all();
-        let caller = caller_of(&context);
+        let caller = self.caller_of(&context);
         if !caller.scope().can_write() {
             tools.retain(|tool| !is_writing(tool));
         }
@@ -417,8 +429,7 @@ impl ServerHandler for CursosServer {
             })?),
         };
         let page = self
-            .state
-            .catalog
+            .catalog_of(&context)
             .active_page(cursor, PageSize::default())
             .await
             .map_err(outcomes::internal_protocol_error)?;
@@ -437,8 +448,9 @@ impl ServerHandler for CursosServer {
         result.next_cursor = page.next.map(|next| next.to_token());
         if is_modern(&context) {
             // The catalog changes whenever a tool runs: always revalidate (subscribe to hear of changes).
+            // Private: the answer is the caller's catalog's (ADR 0035), never to be shared.
             result.ttl_ms = Some(0);
-            result.cache_scope = Some(CacheScope::Public);
+            result.cache_scope = Some(CacheScope::Private);
         }
         Ok(result)
     }
@@ -501,18 +513,16 @@ impl ServerHandler for CursosServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
         let uri = request.uri;
+        let catalog = self.catalog_of(&context);
         let json = match ResourceUri::parse(&uri) {
             None => return Err(outcomes::resource_not_found(&uri)),
             Some(ResourceUri::Course(id)) => {
-                let course =
-                    self.state.catalog.get(id).await.map_err(|error| outcomes::course_read_error(error, &uri))?;
+                let course = catalog.get(id).await.map_err(|error| outcomes::course_read_error(error, &uri))?;
                 serde_json::to_string(&CourseJson::from_course(&course)).map_err(outcomes::internal_protocol_error)?
             }
-            Some(ResourceUri::Catalog(after)) => self.catalog_page_json(after).await?,
+            Some(ResourceUri::Catalog(after)) => Self::catalog_page_json(&catalog, after).await?,
             Some(ResourceUri::History(id, after)) => {
-                let page = self
-                    .state
-                    .catalog
+                let page = catalog
                     .history(id, after, PageSize::default())
                     .await
                     .map_err(|error| outcomes::course_read_error(error, &uri))?;
@@ -522,8 +532,9 @@ impl ServerHandler for CursosServer {
         };
         let mut result = ReadResourceResult::new(vec![ResourceContents::text(json, uri).with_mime_type(JSON)]);
         if is_modern(&context) {
+            // Private: the same URI reads differently, or not at all, in another catalog (ADR 0035).
             result.ttl_ms = Some(0);
-            result.cache_scope = Some(CacheScope::Public);
+            result.cache_scope = Some(CacheScope::Private);
         }
         Ok(result.into())
     }
@@ -531,7 +542,7 @@ impl ServerHandler for CursosServer {
     async fn complete(
         &self,
         request: CompleteRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, McpError> {
         let typed = request.argument.value.as_str();
         let completion = match (&request.r#ref, request.argument.name.as_str()) {
@@ -539,8 +550,11 @@ impl ServerHandler for CursosServer {
                 if template.uri == uris::COURSE_TEMPLATE || template.uri == uris::HISTORY_TEMPLATE =>
             {
                 let limit = CompletionInfo::MAX_VALUES;
-                let courses =
-                    self.state.catalog.suggest(typed, limit + 1).await.map_err(outcomes::internal_protocol_error)?;
+                let courses = self
+                    .catalog_of(&context)
+                    .suggest(typed, limit + 1)
+                    .await
+                    .map_err(outcomes::internal_protocol_error)?;
                 let has_more = courses.len() > limit;
                 let values = courses.iter().take(limit).map(|course| course.id().to_string()).collect();
                 CompletionInfo::with_pagination(values, None, has_more)
@@ -575,11 +589,11 @@ impl ServerHandler for CursosServer {
         if ResourceUri::parse(&request.uri).is_none() {
             return Err(outcomes::resource_not_found(&request.uri));
         }
-        let caller = caller_of(&context);
+        let caller = self.caller_of(&context);
         let http_session = http_session_in(&context.extensions);
         self.state
             .hub
-            .subscribe(self.session, context.peer, caller.name(), http_session, &request.uri)
+            .subscribe(self.session, context.peer, &caller, http_session, &request.uri)
             .map_err(|refusal| live_update_refusal(refusal, "resources/subscribe"))
     }
 
@@ -613,9 +627,9 @@ impl ServerHandler for CursosServer {
         let accepted = context.accepted();
         let resources = accepted.resource_subscriptions.clone().unwrap_or_default();
         let list_changed = accepted.resources_list_changed == Some(true);
-        let caller = caller_in(&context.request_context().extensions);
+        let caller = caller_in(&context.request_context().extensions, &self.state.local_catalog);
         let ticket = hub
-            .admit_stream(caller.name(), &resources, list_changed)
+            .admit_stream(&caller, &resources, list_changed)
             .map_err(|refusal| live_update_refusal(refusal, "subscriptions/listen"))?;
         let sink = context.sink().clone();
         // End with the request, or when the process shuts down (stdin closed, SIGTERM): rmcp waits
@@ -643,9 +657,9 @@ impl ServerHandler for CursosServer {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        let caller = caller_in(&context.extensions);
+        let caller = caller_in(&context.extensions, &self.state.local_catalog);
         let http_session = http_session_in(&context.extensions);
-        self.state.hub.session_opened(self.session, context.peer, caller.name(), http_session);
+        self.state.hub.session_opened(self.session, context.peer, &caller, http_session);
     }
 }
 
