@@ -672,8 +672,7 @@ mod tests {
         let azul = CatalogName::parse("azul").expect("name");
         let verde = CatalogName::parse("verde").expect("name");
         let id = CourseId::generate();
-        let course_uri = uris::course(id);
-        let watched = [course_uri.clone(), uris::CATALOG.to_owned()];
+        let watched = [uris::course(id), uris::CATALOG.to_owned()];
         let listen = |name: &str, catalog: &CatalogName| {
             hub.stream_accepted();
             let caller = Caller::new(name, crate::Scope::Read).in_catalog(catalog.clone());
