@@ -248,6 +248,17 @@ impl Backend {
         connect_with(handler, StreamableHttpClientTransport::from_config(config), era).await
     }
 
+    /// An MCP client with its own handler, presenting `key`.
+    pub(crate) async fn client_with_handler_and_key<H: rmcp::ClientHandler>(
+        &self,
+        handler: H,
+        key: &str,
+        era: Era,
+    ) -> RunningService<RoleClient, H> {
+        let config = StreamableHttpClientTransportConfig::with_uri(self.mcp_url.clone()).auth_header(key.to_owned());
+        connect_with(handler, StreamableHttpClientTransport::from_config(config), era).await
+    }
+
     /// SIGTERM, then waits for a clean exit.
     pub(crate) async fn stop(mut self) -> std::process::ExitStatus {
         let pid = self.child.id().expect("running");
