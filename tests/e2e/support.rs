@@ -274,6 +274,15 @@ pub(crate) async fn stdio_client(database: &Path, era: Era) -> (Client, Lines) {
 }
 
 /// [`stdio_client`] with its own handler (to receive notifications).
+/// [`stdio_client`] for the app started with `--catalog <catalog>` (ADR 0035).
+pub(crate) async fn stdio_client_in_catalog(database: &Path, catalog: &str, era: Era) -> Client {
+    let command = Command::new(binary("mcp-cursos-stdio")).configure(|command| {
+        command.env_clear().env("DATABASE_PATH", database).env("RUST_LOG", "info").args(["--catalog", catalog]);
+    });
+    let (transport, _stderr) = TokioChildProcess::builder(command).spawn().expect("spawn stdio app");
+    connect_with((), transport, era).await
+}
+
 pub(crate) async fn stdio_client_with<H: rmcp::ClientHandler>(
     handler: H,
     database: &Path,

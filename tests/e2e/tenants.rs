@@ -18,7 +18,8 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use crate::support::{
-    Backend, ERAS, Era, PATIENCE, PostgresSchema, binary, fresh_database, start_backend_with_keys_file,
+    Backend, ERAS, Era, PATIENCE, PostgresSchema, binary, fresh_database, run_to_end, start_backend_with_keys_file,
+    stdio_client, stdio_client_in_catalog,
 };
 
 /// `keys create --catalog`: the key, printed once on stdout.
@@ -327,4 +328,42 @@ async fn on_postgresql_no_notice_crosses_between_two_tenants_loaded_at_once() {
     let Some(schema) = PostgresSchema::create() else { return };
     let url = schema.url();
     no_notice_crosses_under_a_concurrent_load(&[("DATABASE_URL", url.as_str())]).await;
+}
+
+/// The stdio app serves the one catalog of `--catalog`: two apps on one file, in `padrao` and in
+/// `time-azul`, see nothing of each other's courses; a name that is not a catalog stops the app
+/// with a Portuguese message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_stdio_app_serves_only_the_catalog_of_its_setting() {
+    let (_folder, database) = fresh_database();
+    let (default, _lines) = stdio_client(&database, Era::Initialize).await;
+    let azul = stdio_client_in_catalog(&database, "time-azul", Era::Discover).await;
+    let arguments = |titulo: &str| json!({"titulo": titulo, "cargaHoraria": 8}).as_object().cloned().expect("object");
+    let created = default
+        .call_tool(CallToolRequestParams::new("criar_curso").with_arguments(arguments("Rust")))
+        .await
+        .expect("created");
+    let id = created.structured_content.expect("course")["id"].as_str().expect("id").to_owned();
+    let same_title = azul
+        .call_tool(CallToolRequestParams::new("criar_curso").with_arguments(arguments("Rust")))
+        .await
+        .expect("answered");
+    assert_eq!(same_title.is_error, Some(false), "titles are unique per catalog: {same_title:?}");
+    let refused = azul.read_resource(ReadResourceRequestParams::new(format!("cursos://{id}"))).await;
+    assert!(matches!(refused, Err(rmcp::ServiceError::McpError(_))), "{refused:?}");
+    let listing = azul.list_resources(None).await.expect("list");
+    assert!(!serde_json::to_string(&listing).expect("json").contains(&id));
+    assert_eq!(listing.resources.len(), 2, "the catalog and azul's own course");
+    default.cancel().await.expect("close");
+    azul.cancel().await.expect("close");
+
+    let output = run_to_end(
+        std::process::Command::new(binary("mcp-cursos-stdio"))
+            .env_clear()
+            .env("DATABASE_PATH", &database)
+            .args(["--catalog", "Time Azul"]),
+    );
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("catálogo"), "{stderr}");
 }
