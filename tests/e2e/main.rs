@@ -18,4 +18,5 @@ mod security;
 mod soak;
 mod stdio_lines;
 mod support;
+mod tenants;
 mod transports;

@@ -195,13 +195,13 @@ async fn the_keys_commands_create_list_and_revoke_named_scoped_keys_and_refuse_d
     assert!(listed.status.success());
     assert_eq!(
         String::from_utf8(listed.stdout).expect("utf-8"),
-        "painel leitura\nci escrita\n",
+        "painel leitura padrao\nci escrita padrao\n",
         "names and scopes only"
     );
 
     revoke_key(&keys_file, "painel");
     let listed = keys(&keys_file, &["list"]);
-    assert_eq!(String::from_utf8(listed.stdout).expect("utf-8"), "ci escrita\n");
+    assert_eq!(String::from_utf8(listed.stdout).expect("utf-8"), "ci escrita padrao\n");
     let again = keys(&keys_file, &["revoke", "--name", "painel"]);
     assert!(!again.status.success(), "revoking an unknown name fails");
 

@@ -248,6 +248,17 @@ impl Backend {
         connect_with(handler, StreamableHttpClientTransport::from_config(config), era).await
     }
 
+    /// An MCP client with its own handler, presenting `key`.
+    pub(crate) async fn client_with_handler_and_key<H: rmcp::ClientHandler>(
+        &self,
+        handler: H,
+        key: &str,
+        era: Era,
+    ) -> RunningService<RoleClient, H> {
+        let config = StreamableHttpClientTransportConfig::with_uri(self.mcp_url.clone()).auth_header(key.to_owned());
+        connect_with(handler, StreamableHttpClientTransport::from_config(config), era).await
+    }
+
     /// SIGTERM, then waits for a clean exit.
     pub(crate) async fn stop(mut self) -> std::process::ExitStatus {
         let pid = self.child.id().expect("running");
@@ -263,6 +274,15 @@ pub(crate) async fn stdio_client(database: &Path, era: Era) -> (Client, Lines) {
 }
 
 /// [`stdio_client`] with its own handler (to receive notifications).
+/// [`stdio_client`] for the app started with `--catalog <catalog>` (ADR 0035).
+pub(crate) async fn stdio_client_in_catalog(database: &Path, catalog: &str, era: Era) -> Client {
+    let command = Command::new(binary("mcp-cursos-stdio")).configure(|command| {
+        command.env_clear().env("DATABASE_PATH", database).env("RUST_LOG", "info").args(["--catalog", catalog]);
+    });
+    let (transport, _stderr) = TokioChildProcess::builder(command).spawn().expect("spawn stdio app");
+    connect_with((), transport, era).await
+}
+
 pub(crate) async fn stdio_client_with<H: rmcp::ClientHandler>(
     handler: H,
     database: &Path,

@@ -168,7 +168,10 @@ impl Keyring {
 fn accepted(keys: &KeysFile) -> Vec<Accepted> {
     keys.entries()
         .iter()
-        .map(|entry| Accepted { hash: entry.hash.clone(), caller: Caller::new(entry.name.as_str(), entry.scope) })
+        .map(|entry| Accepted {
+            hash: entry.hash.clone(),
+            caller: Caller::new(entry.name.as_str(), entry.scope).in_catalog(entry.catalog.clone()),
+        })
         .collect()
 }
 

@@ -1,9 +1,12 @@
-//! The keys file: one API key per line as `name scope sha256:<hex>`, holding only hashes.
+//! The keys file: one API key per line as `name scope [catalogo=<catalog>] sha256:<hex>`,
+//! holding only hashes. A line without `catalogo=` is a key of the default catalog, `padrao`
+//! (every file written before catalogs existed); each key belongs to exactly one catalog (ADR 0035).
 //!
 //! ```text
-//! # mcp-cursos API keys: name, scope (leitura or escrita), SHA-256 of the key.
+//! # mcp-cursos API keys: name, scope (leitura or escrita), catalog, SHA-256 of the key.
 //! painel leitura sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08
 //! ci escrita sha256:60303ae22b998861bce3b28f33eec1be758a213c86c93c076dbe9f558c11c752
+//! azul-ci escrita catalogo=time-azul sha256:fd61a03af4f77d870fc21e05e7e80678095c92d808cfb3b5c279ee04c74aca13
 //! ```
 //!
 //! A human can read it, diff it and edit it; `#` starts a comment line. [`create_key`] and
@@ -29,6 +32,7 @@ use std::fmt;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use courses_domain::{CatalogName, CatalogNameError};
 use mcp_server::Scope;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
@@ -104,6 +108,8 @@ pub struct KeyEntry {
     pub name: KeyName,
     /// What it may do.
     pub scope: Scope,
+    /// The one catalog it reads and changes (`padrao` when the line names none).
+    pub catalog: CatalogName,
     /// The hash of the key.
     pub hash: KeyHash,
 }
@@ -111,9 +117,14 @@ pub struct KeyEntry {
 /// What is wrong with one line of a keys file. Never quotes a hash.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LineError {
-    /// Not three fields.
-    #[error("expected `name scope sha256:<hex>` (three fields separated by spaces)")]
+    /// Not three fields (or four, with `catalogo=<catalog>` third).
+    #[error(
+        "expected `name scope sha256:<hex>` or `name scope catalogo=<catalog> sha256:<hex>` (fields separated by spaces)"
+    )]
     FieldCount,
+    /// The `catalogo=` field does not name a catalog.
+    #[error("invalid catalog: {0}")]
+    Catalog(CatalogNameError),
     /// The first field is not a key name.
     #[error("invalid key name: {0}")]
     Name(KeyNameError),
@@ -162,6 +173,7 @@ impl KeysFile {
     /// The first lines of a file made by `keys create`.
     pub const HEADER: &'static str = "# mcp-cursos API keys, one per line: name scope sha256:<hex of the key's SHA-256>.\n\
          # scope: leitura (resources and prompts only) or escrita (everything).\n\
+         # Optional catalogo=<catalog> before the hash: the one catalog the key reaches (default padrao).\n\
          # Managed with `mcp-cursos-backend keys create|revoke|list`; a running server reloads this file.\n";
 
     /// Parses a keys file's text.
@@ -209,13 +221,35 @@ fn parse_line(line: &str) -> Result<Option<KeyEntry>, LineError> {
         return Ok(None);
     }
     let fields: Vec<&str> = line.split_whitespace().collect();
-    let [name, scope, hash] = fields.as_slice() else {
-        return Err(LineError::FieldCount);
+    let (name, scope, catalog, hash) = match fields.as_slice() {
+        [name, scope, hash] => (name, scope, None, hash),
+        [name, scope, catalog, hash] => {
+            let catalog = catalog.strip_prefix(CATALOG_FIELD).ok_or(LineError::FieldCount)?;
+            (name, scope, Some(catalog), hash)
+        }
+        _ => return Err(LineError::FieldCount),
     };
     let name = KeyName::parse_for_keys_file(name).map_err(LineError::Name)?;
     let scope = Scope::parse(scope).map_err(|_| LineError::Scope((*scope).to_owned()))?;
+    let catalog = match catalog {
+        None => CatalogName::default_catalog(),
+        Some(catalog) => CatalogName::parse(catalog).map_err(LineError::Catalog)?,
+    };
     let hash = KeyHash::parse(hash).ok_or(LineError::Hash)?;
-    Ok(Some(KeyEntry { name, scope, hash }))
+    Ok(Some(KeyEntry { name, scope, catalog, hash }))
+}
+
+/// What starts the optional catalog field of a line.
+const CATALOG_FIELD: &str = "catalogo=";
+
+/// A key's line: the catalog field only for a catalog other than the default, so that a file of
+/// default-catalog keys reads as before catalogs existed (an older binary still reads it).
+fn key_line(name: &KeyName, scope: Scope, catalog: &CatalogName, hash: &KeyHash) -> String {
+    if *catalog == CatalogName::default_catalog() {
+        format!("{name} {scope} {}\n", hash.to_file_text())
+    } else {
+        format!("{name} {scope} {CATALOG_FIELD}{catalog} {}\n", hash.to_file_text())
+    }
 }
 
 fn read_text(path: &Path) -> Result<String, KeysFileError> {
@@ -252,15 +286,28 @@ pub enum KeyCommandError {
 /// [`KeyCommandError`]: the file is unreadable or malformed (it is left untouched), the name is
 /// taken, or it cannot be written.
 pub fn create_key(path: &Path, name: &KeyName, scope: Scope) -> Result<ApiKey, KeyCommandError> {
+    create_key_in(path, name, scope, &CatalogName::default_catalog())
+}
+
+/// [`create_key`], for a key of `catalog`.
+///
+/// # Errors
+/// As [`create_key`].
+pub fn create_key_in(
+    path: &Path,
+    name: &KeyName,
+    scope: Scope,
+    catalog: &CatalogName,
+) -> Result<ApiKey, KeyCommandError> {
     let mut created = None;
-    create_key_and_show(path, name, scope, |key| {
+    create_key_and_show(path, name, scope, catalog, |key| {
         created = Some(key.clone());
         Ok(())
     })?;
     Ok(created.expect("create_key_and_show shows the key before it succeeds"))
 }
 
-/// Generates a key named `name` with `scope`, writes the new file beside the keys file at `path`
+/// Generates a key named `name` with `scope` in `catalog`, writes the new file beside the keys file at `path`
 /// (created with a header when missing), calls `show` with the key (print it and flush), and only
 /// when `show` succeeded renames the new file over the old one: the key takes effect only once it
 /// has been shown, and a key that cannot be shown is never added.
@@ -272,6 +319,7 @@ pub fn create_key_and_show(
     path: &Path,
     name: &KeyName,
     scope: Scope,
+    catalog: &CatalogName,
     show: impl FnOnce(&ApiKey) -> std::io::Result<()>,
 ) -> Result<(), KeyCommandError> {
     create_missing_folder(path)?;
@@ -289,7 +337,7 @@ pub fn create_key_and_show(
     if !text.is_empty() && !text.ends_with('\n') {
         text.push('\n');
     }
-    text.push_str(&format!("{name} {scope} {}\n", KeyHash::of(key.expose().as_bytes()).to_file_text()));
+    text.push_str(&key_line(name, scope, catalog, &KeyHash::of(key.expose().as_bytes())));
     KeysFile::parse(&text)?;
     let prepared = PreparedRewrite::write(path, &text)?;
     show(&key).map_err(KeyCommandError::Show)?;
@@ -467,6 +515,39 @@ mod tests {
 
     fn name(text: &str) -> KeyName {
         KeyName::parse(text).expect("name")
+    }
+
+    #[test]
+    fn a_line_without_a_catalog_is_in_padrao_and_catalogo_names_another() {
+        let text = format!("velho leitura {}\nazul escrita catalogo=time-azul {}\n", hash_text("k1"), hash_text("k2"));
+        let keys = KeysFile::parse(&text).expect("parsed");
+        let catalogs: Vec<&str> = keys.entries().iter().map(|entry| entry.catalog.as_str()).collect();
+        assert_eq!(catalogs, ["padrao", "time-azul"]);
+        for (line, expected) in [
+            (format!("a leitura time-azul {}", hash_text("k")), LineError::FieldCount),
+            (format!("a leitura catalogo=Azul {}", hash_text("k")), LineError::Catalog(CatalogNameError::BadCharacter)),
+            (format!("a leitura catalogo= {}", hash_text("k")), LineError::Catalog(CatalogNameError::Empty)),
+        ] {
+            match KeysFile::parse(&line) {
+                Err(KeysFileError::Line { line: 1, error }) => assert_eq!(error, expected, "{line}"),
+                other => panic!("{line}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn create_writes_the_catalog_only_for_a_catalog_other_than_padrao() {
+        let folder = tempfile::tempdir().expect("temp dir");
+        let path = folder.path().join("keys");
+        create_key(&path, &name("velho"), Scope::Write).expect("created");
+        let azul = CatalogName::parse("time-azul").expect("catalog");
+        create_key_in(&path, &name("azul"), Scope::Read, &azul).expect("created");
+        let text = std::fs::read_to_string(&path).expect("read");
+        let lines: Vec<&str> = text.lines().filter(|line| !line.starts_with('#')).collect();
+        assert_eq!(lines[0].split(' ').count(), 3, "{lines:?}");
+        assert!(lines[1].starts_with("azul leitura catalogo=time-azul sha256:"), "{lines:?}");
+        let keys = KeysFile::read(&path).expect("read back");
+        assert_eq!(keys.entries()[1].catalog, azul);
     }
 
     #[test]
@@ -657,7 +738,7 @@ mod tests {
         let path = folder.path().join("keys");
         create_key(&path, &name("leitor"), Scope::Read).expect("created");
         let mut shown = None;
-        create_key_and_show(&path, &name("ci"), Scope::Write, |key| {
+        create_key_and_show(&path, &name("ci"), Scope::Write, &CatalogName::default_catalog(), |key| {
             let in_force = KeysFile::read(&path).expect("valid");
             assert!(
                 !in_force.entries().iter().any(|entry| entry.hash.matches(&KeyHash::of(key.expose().as_bytes()))),
@@ -678,8 +759,9 @@ mod tests {
         let path = folder.path().join("keys");
         create_key(&path, &name("leitor"), Scope::Read).expect("created");
         let before = std::fs::read_to_string(&path).expect("file");
-        let refused =
-            create_key_and_show(&path, &name("ci"), Scope::Write, |_| Err(std::io::ErrorKind::BrokenPipe.into()));
+        let refused = create_key_and_show(&path, &name("ci"), Scope::Write, &CatalogName::default_catalog(), |_| {
+            Err(std::io::ErrorKind::BrokenPipe.into())
+        });
         assert!(matches!(refused, Err(KeyCommandError::Show(_))), "{refused:?}");
         assert_eq!(std::fs::read_to_string(&path).expect("file"), before);
         assert_eq!(file_names_in(folder.path()), [".keys.lock", "keys"]);

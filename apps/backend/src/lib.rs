@@ -69,7 +69,8 @@ pub use jsonrpc_body::BODY_READ_TIMEOUT;
 pub use key_name::{KeyName, KeyNameError};
 pub use keyring::{Keyring, RELOAD_INTERVAL, Reload};
 pub use keys_file::{
-    KeyCommandError, KeyEntry, KeyHash, KeysFile, KeysFileError, LineError, create_key, create_key_and_show, revoke_key,
+    KeyCommandError, KeyEntry, KeyHash, KeysFile, KeysFileError, LineError, create_key, create_key_and_show,
+    create_key_in, revoke_key,
 };
 pub use logging::install_logging;
 pub use metrics::{MAX_TARGET_CHARS, MCP_METHODS, Metrics, RequestLabel, RequestTimer, method_label};

@@ -127,16 +127,16 @@ fn keys_command(command: &KeysCommand, keys_file: Option<&std::path::Path>) -> a
     let path = keys_file.context("set KEYS_FILE or --keys-file to the keys file to manage")?;
     let mut stdout = std::io::stdout().lock();
     match command {
-        KeysCommand::Create { name, scope } => {
+        KeysCommand::Create { name, scope, catalog } => {
             // Shown (and flushed) before the rename that makes it take effect: a key that cannot be
             // printed is never added.
-            backend::create_key_and_show(path, name, *scope, |key| {
+            backend::create_key_and_show(path, name, *scope, catalog, |key| {
                 stdout.write_all(format!("{}\n", key.expose()).as_bytes())?;
                 stdout.flush()
             })
             .context("cannot create the key")?;
             eprintln!(
-                "Key {name} ({scope}) added to {}. It is shown only now, above; a running server accepts it within a second.",
+                "Key {name} ({scope}, catalog {catalog}) added to {}. It is shown only now, above; a running server accepts it within a second.",
                 path.display()
             );
         }
@@ -147,7 +147,7 @@ fn keys_command(command: &KeysCommand, keys_file: Option<&std::path::Path>) -> a
         KeysCommand::List => {
             let keys = backend::KeysFile::read(path).context("cannot read the keys file")?;
             for entry in keys.entries() {
-                stdout.write_all(format!("{} {}\n", entry.name, entry.scope).as_bytes())?;
+                stdout.write_all(format!("{} {} {}\n", entry.name, entry.scope, entry.catalog).as_bytes())?;
             }
             stdout.flush()?;
         }

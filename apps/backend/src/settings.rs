@@ -198,6 +198,10 @@ pub enum KeysCommand {
         /// `leitura` (resources, prompts, completions; no writing tool) or `escrita` (everything).
         #[arg(long, value_parser = parse_scope)]
         scope: Scope,
+        /// The one catalog the key reads and changes (1-64 of a-z, 0-9, '-'); `padrao` by default
+        /// (ADR 0035).
+        #[arg(long, value_parser = parse_catalog, default_value = courses_domain::CatalogName::DEFAULT)]
+        catalog: courses_domain::CatalogName,
     },
     /// Removes the key with this name; a running server refuses it from its next reload.
     Revoke {
@@ -205,12 +209,16 @@ pub enum KeysCommand {
         #[arg(long, value_parser = parse_key_name)]
         name: KeyName,
     },
-    /// Lists the keys' names and scopes (never a key nor a hash).
+    /// Lists the keys' names, scopes and catalogs (never a key nor a hash).
     List,
 }
 
 fn parse_key_name(text: &str) -> Result<KeyName, KeyNameError> {
     KeyName::parse_for_keys_file(text)
+}
+
+fn parse_catalog(text: &str) -> Result<courses_domain::CatalogName, courses_domain::CatalogNameError> {
+    courses_domain::CatalogName::parse(text)
 }
 
 fn parse_scope(text: &str) -> Result<Scope, mcp_server::UnknownScope> {

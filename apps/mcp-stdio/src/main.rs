@@ -50,6 +50,11 @@ struct Settings {
     #[arg(long, env = "POLICY_FILE")]
     policy_file: Option<PathBuf>,
 
+    /// The one catalog this app serves on a database that holds several (1-64 of a-z, 0-9, '-';
+    /// ADR 0035). `padrao`, the default, is where every database made before catalogs keeps its courses.
+    #[arg(long, env = "CATALOG", default_value = courses_domain::CatalogName::DEFAULT, value_parser = parse_catalog)]
+    catalog: courses_domain::CatalogName,
+
     /// `text` (default) or `json`: one JSON object per log line on stderr, for log collectors.
     #[arg(long, env = "LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
@@ -123,14 +128,14 @@ async fn run() -> anyhow::Result<()> {
     let stop = mcp_cursos_stdio::interrupted();
     let database = open_database(settings.database_url.as_deref(), &database_path)?;
     // Never the URL: it may hold a password.
-    tracing::info!(database = %database.description, "mcp-cursos-stdio ready on stdin/stdout");
+    tracing::info!(database = %database.description, catalog = %settings.catalog, "mcp-cursos-stdio ready on stdin/stdout");
     let catalog = database.catalog;
     let options = ServerOptions {
         resource_tools: settings.resource_tools,
         legacy_subscriptions: true,
         unconfirmed_archive: settings.unconfirmed_archive,
     };
-    let state = ServerState::new(catalog, options);
+    let state = ServerState::new(catalog, options).with_local_catalog(settings.catalog);
     let state = match policy {
         Some((policy_file, policy)) => {
             tracing::info!(policy = %policy.summary(), "operator's policy loaded (POLICY_FILE)");
@@ -146,4 +151,8 @@ async fn run() -> anyhow::Result<()> {
     mcp_cursos_stdio::serve_until(CursosServer::new(&state), state, stdin, stdout, stop).await?;
     tracing::info!("mcp-cursos-stdio stopped");
     Ok(())
+}
+
+fn parse_catalog(text: &str) -> Result<courses_domain::CatalogName, courses_domain::CatalogNameError> {
+    courses_domain::CatalogName::parse(text)
 }

@@ -8,20 +8,24 @@ use crate::IdempotencyKey;
 use crate::course::ChangeRefusal;
 use crate::store::{IdempotentInsert, Replaced, Unwritable, WriteError};
 use crate::{
-    Course, CourseChanges, CourseId, CoursePage, CourseStore, CourseTitle, HistoryPage, NewCourse, PageCursor,
-    PageSize, Provenance, StoreError,
+    CatalogName, Course, CourseChanges, CourseId, CoursePage, CourseStore, CourseTitle, HistoryPage, NewCourse,
+    PageCursor, PageSize, Provenance, StoreError,
 };
 
 /// How many times an update retries when another writer changed the course in between.
 const MAX_REVISION_ATTEMPTS: usize = 16;
 
-/// The course catalog: every rule of the domain, over a [`CourseStore`].
+/// One course catalog: every rule of the domain, over a [`CourseStore`], in the catalog named
+/// [`Catalog::name`] (ADR 0035). A store holds several catalogs; [`Catalog::scoped`] gives the view
+/// of another one over the same store and observers. Every operation reaches the store with this
+/// catalog's name, and sees nothing of another catalog.
 ///
 /// Cheap to clone (it holds `Arc`s). Writes and searches run the store's blocking work on Tokio's
 /// blocking pool, so callers on the async runtime never wait for a write or the network; bounded
 /// reads of a local store run inline ([`CourseStore::reads_inline`]).
 #[derive(Debug, Clone)]
 pub struct Catalog {
+    name: CatalogName,
     store: Arc<dyn CourseStore>,
     observers: Arc<[Arc<dyn CatalogObserver>]>,
 }
@@ -74,8 +78,9 @@ pub struct Created {
 /// Told of every [`CourseChange`] once it is stored: subscriptions, caches and metrics hook in here,
 /// so the domain does not know about them.
 pub trait CatalogObserver: Send + Sync + std::fmt::Debug + 'static {
-    /// Called after the change is durable, on the async task that made it. Must not block.
-    fn course_changed(&self, change: &CourseChange);
+    /// Called after the change to a course of `catalog` is durable, on the async task that made
+    /// it. Must not block. An observer that tells anyone of it tells only that catalog's (ADR 0035).
+    fn course_changed(&self, catalog: &CatalogName, change: &CourseChange);
 }
 
 /// Why [`Catalog::create`] refused.
@@ -222,9 +227,22 @@ pub enum GetCourseError {
 }
 
 impl Catalog {
-    /// A catalog over `store`.
+    /// The default catalog ([`CatalogName::default_catalog`]) over `store`; [`Catalog::scoped`]
+    /// gives the others.
     pub fn new(store: impl CourseStore) -> Self {
-        Self { store: Arc::new(store), observers: Arc::new([]) }
+        Self { name: CatalogName::default_catalog(), store: Arc::new(store), observers: Arc::new([]) }
+    }
+
+    /// The catalog named `name` over the same store, told to the same observers.
+    #[must_use]
+    pub fn scoped(&self, name: &CatalogName) -> Self {
+        Self { name: name.clone(), store: Arc::clone(&self.store), observers: Arc::clone(&self.observers) }
+    }
+
+    /// Which catalog this is.
+    #[must_use]
+    pub fn name(&self) -> &CatalogName {
+        &self.name
     }
 
     /// The same catalog, also telling `observer` of every change.
@@ -232,12 +250,12 @@ impl Catalog {
     pub fn with_observer(self, observer: Arc<dyn CatalogObserver>) -> Self {
         let mut observers = self.observers.to_vec();
         observers.push(observer);
-        Self { store: self.store, observers: observers.into() }
+        Self { name: self.name, store: self.store, observers: observers.into() }
     }
 
     fn announce(&self, change: &CourseChange) {
         for observer in self.observers.iter() {
-            observer.course_changed(change);
+            observer.course_changed(&self.name, change);
         }
     }
 
@@ -248,9 +266,10 @@ impl Catalog {
     /// [`StoreError`] when the storage fails.
     pub async fn suggest(&self, typed: &str, limit: usize) -> Result<Vec<Course>, StoreError> {
         let key = crate::TitleSearchKey::of_typed(typed);
+        let catalog = self.name.clone();
         self.blocking(move |store| match key {
-            None => Ok(store.active_page(None, limit)?.into_iter().map(|(course, _)| course).collect()),
-            Some(key) => store.search_active(&key, limit),
+            None => Ok(store.active_page(&catalog, None, limit)?.into_iter().map(|(course, _)| course).collect()),
+            Some(key) => store.search_active(&catalog, &key, limit),
         })
         .await?
     }
@@ -262,8 +281,9 @@ impl Catalog {
     pub async fn create(&self, new_course: NewCourse, provenance: Provenance) -> Result<Course, CreateCourseError> {
         let title = new_course.title.clone();
         let course = Course::create(new_course, OffsetDateTime::now_utc());
+        let catalog = self.name.clone();
         let created = self
-            .blocking(move |store| match store.insert(&course, &provenance) {
+            .blocking(move |store| match store.insert(&catalog, &course, &provenance) {
                 Ok(()) => Ok(course),
                 Err(WriteError::DuplicateTitle) => Err(CreateCourseError::DuplicateTitle { title }),
                 Err(WriteError::Unwritable(reason)) => Err(CreateCourseError::Unwritable(reason)),
@@ -290,9 +310,10 @@ impl Catalog {
         let title = new_course.title.clone();
         let fingerprint = crate::CreationFingerprint::of(&new_course);
         let course = Course::create(new_course, OffsetDateTime::now_utc());
+        let catalog = self.name.clone();
         let created = self
             .blocking(move |store| -> Result<Created, CreateCourseError> {
-                match store.insert_idempotent(&course, &key, &fingerprint, &provenance) {
+                match store.insert_idempotent(&catalog, &course, &key, &fingerprint, &provenance) {
                     Ok(IdempotentInsert::Inserted) => Ok(Created { course, replayed: false }),
                     Ok(IdempotentInsert::Replayed(original)) => Ok(Created { course: original, replayed: true }),
                     Ok(IdempotentInsert::KeyReused) => Err(CreateCourseError::IdempotencyKeyReused { key }),
@@ -339,10 +360,11 @@ impl Catalog {
         if changes.is_empty() {
             return Err(UpdateCourseError::NothingToUpdate);
         }
+        let catalog = self.name.clone();
         let (course, change) = self
             .blocking(move |store| -> Result<(Course, Option<CourseChange>), UpdateCourseError> {
                 for _ in 0..MAX_REVISION_ATTEMPTS {
-                    let current = store.find(id)?.ok_or(UpdateCourseError::NotFound { id })?;
+                    let current = store.find(&catalog, id)?.ok_or(UpdateCourseError::NotFound { id })?;
                     if let Some(expected) = expected_version.filter(|expected| *expected != current.version()) {
                         return Err(UpdateCourseError::StaleVersion { id, expected, current: current.version() });
                     }
@@ -351,7 +373,7 @@ impl Catalog {
                         Ok(None) => return Ok((current, None)),
                         Ok(Some(revision)) => revision,
                     };
-                    match store.replace(&revision, &provenance) {
+                    match store.replace(&catalog, &revision, &provenance) {
                         Ok(Replaced::Done) => {
                             let (before, after) = revision.into_parts();
                             return Ok((after.clone(), Some(CourseChange::Updated { before, after })));
@@ -394,17 +416,18 @@ impl Catalog {
         expected_version: Option<u64>,
         provenance: Provenance,
     ) -> Result<Course, ArchiveCourseError> {
+        let catalog = self.name.clone();
         let (course, changed) = self
             .blocking(move |store| -> Result<(Course, bool), ArchiveCourseError> {
                 for _ in 0..MAX_REVISION_ATTEMPTS {
-                    let current = store.find(id)?.ok_or(ArchiveCourseError::NotFound { id })?;
+                    let current = store.find(&catalog, id)?.ok_or(ArchiveCourseError::NotFound { id })?;
                     if let Some(expected) = expected_version.filter(|expected| *expected != current.version()) {
                         return Err(ArchiveCourseError::StaleVersion { id, expected, current: current.version() });
                     }
                     let Some(revision) = current.archived_at(OffsetDateTime::now_utc()) else {
                         return Ok((current, false));
                     };
-                    match store.replace(&revision, &provenance) {
+                    match store.replace(&catalog, &revision, &provenance) {
                         Ok(Replaced::Done) => return Ok((revision.into_parts().1, true)),
                         Ok(Replaced::Stale) => {}
                         // Archiving only ever leaves the unique index; a duplicate here is a broken store.
@@ -432,7 +455,8 @@ impl Catalog {
     /// # Errors
     /// [`GetCourseError::NotFound`] when no course has this id.
     pub async fn get(&self, id: CourseId) -> Result<Course, GetCourseError> {
-        self.read(move |store| store.find(id)?.ok_or(GetCourseError::NotFound { id })).await?
+        let catalog = self.name.clone();
+        self.read(move |store| store.find(&catalog, id)?.ok_or(GetCourseError::NotFound { id })).await?
     }
 
     /// A page of a course's history (every accepted write, with who made it and how), newest
@@ -446,9 +470,11 @@ impl Catalog {
         after: Option<PageCursor>,
         size: PageSize,
     ) -> Result<HistoryPage, GetCourseError> {
+        let catalog = self.name.clone();
         self.read(move |store| {
-            let course = store.find(id)?.ok_or(GetCourseError::NotFound { id })?;
-            let (entries, next) = split_page(store.history_page(&course, after, usize::from(size.get()) + 1)?, size);
+            let course = store.find(&catalog, id)?.ok_or(GetCourseError::NotFound { id })?;
+            let (entries, next) =
+                split_page(store.history_page(&catalog, &course, after, usize::from(size.get()) + 1)?, size);
             Ok(HistoryPage { entries, next })
         })
         .await?
@@ -459,8 +485,9 @@ impl Catalog {
     /// # Errors
     /// [`StoreError`] when the storage fails.
     pub async fn active_page(&self, after: Option<PageCursor>, size: PageSize) -> Result<CoursePage, StoreError> {
+        let catalog = self.name.clone();
         self.read(move |store| {
-            let (courses, next) = split_page(store.active_page(after, usize::from(size.get()) + 1)?, size);
+            let (courses, next) = split_page(store.active_page(&catalog, after, usize::from(size.get()) + 1)?, size);
             Ok(CoursePage { courses, next })
         })
         .await?
@@ -472,9 +499,10 @@ impl Catalog {
     /// # Errors
     /// [`NotReady`] naming the reason.
     pub async fn readiness(&self) -> Result<(), NotReady> {
-        self.blocking(|store| {
+        let catalog = self.name.clone();
+        self.blocking(move |store| {
             store.writable().map_err(NotReady::Unwritable)?;
-            store.count_active().map(|_| ()).map_err(NotReady::Store)
+            store.count_active(&catalog).map(|_| ()).map_err(NotReady::Store)
         })
         .await
         .map_err(NotReady::Store)?
@@ -502,7 +530,8 @@ impl Catalog {
     /// # Errors
     /// [`StoreError`] when the storage fails.
     pub async fn count_active(&self) -> Result<u64, StoreError> {
-        self.read(|store| store.count_active()).await?
+        let catalog = self.name.clone();
+        self.read(move |store| store.count_active(&catalog)).await?
     }
 
     /// Runs a bounded read: on this thread when the store's reads are local and short

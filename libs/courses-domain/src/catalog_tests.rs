@@ -182,7 +182,11 @@ on_both_stores! {
         a_long_history_is_paged_newest_first_without_gaps,
         the_history_of_an_unknown_course_is_not_found,
         every_entry_keeps_its_evidence_and_an_archiving_its_receipt_and_entries_without_read_as_not_recorded,
-        an_archiving_under_the_allow_setting_records_that_no_one_was_asked;
+        an_archiving_under_the_allow_setting_records_that_no_one_was_asked,
+        two_catalogs_on_one_store_neither_read_nor_change_each_others_courses,
+        titles_counts_pages_and_idempotency_keys_are_per_catalog,
+        suggestions_come_only_from_the_callers_catalog,
+        observers_hear_which_catalog_changed;
     sync:
         a_taken_course_id_is_a_store_failure_and_not_a_duplicate_title,
         two_concurrent_creates_of_the_same_title_from_two_connections_let_exactly_one_win,
@@ -359,12 +363,12 @@ async fn keys_stored_under_the_previous_rule_are_recomputed_on_open_and_collide_
         .iter()
         .map(|(id, title, key, archived)| {
             format!(
-                "('{id}', '{title}', '{key}', 10, {archived}, 1, '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')"
+                "('padrao', '{id}', '{title}', '{key}', 10, {archived}, 1, '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')"
             )
         })
         .collect();
     database.execute(&format!(
-        "INSERT INTO courses (id, title, title_key, workload_hours, archived, version, created_at, updated_at) \
+        "INSERT INTO courses (catalog, id, title, title_key, workload_hours, archived, version, created_at, updated_at) \
          VALUES {};
          UPDATE title_key_rule SET version = 1;",
         rows.join(", ")
@@ -541,16 +545,20 @@ fn a_taken_course_id_is_a_store_failure_and_not_a_duplicate_title(backend: Backe
     let store = database.open_store();
     let now = time::OffsetDateTime::now_utc();
     let first = Course::create(new_course("Rust", 10), now);
-    store.insert(&first, &by()).expect("stored");
+    store.insert(&crate::CatalogName::default_catalog(), &first, &by()).expect("stored");
     let same_id =
         Course::from_stored(first.id(), title("Go"), hours(10), false, 1, first.created_at(), first.updated_at());
-    let refused = store.insert(&same_id, &by());
+    let refused = store.insert(&crate::CatalogName::default_catalog(), &same_id, &by());
     assert!(matches!(refused, Err(WriteError::Store(_))), "a taken id: {refused:?}");
     let same_title = Course::create(new_course("  RUST ", 20), now);
-    let refused = store.insert(&same_title, &by());
+    let refused = store.insert(&crate::CatalogName::default_catalog(), &same_title, &by());
     assert!(matches!(refused, Err(WriteError::DuplicateTitle)), "a taken title: {refused:?}");
-    assert_eq!(store.count_active().expect("count"), 1, "neither refusal wrote");
-    assert_eq!(store.find(first.id()).expect("read"), Some(first), "the first course is untouched");
+    assert_eq!(store.count_active(&crate::CatalogName::default_catalog(),).expect("count"), 1, "neither refusal wrote");
+    assert_eq!(
+        store.find(&crate::CatalogName::default_catalog(), first.id()).expect("read"),
+        Some(first),
+        "the first course is untouched"
+    );
 }
 
 fn race<T, F>(catalogs: &[Catalog; 2], calls: [Box<dyn FnOnce(Catalog) -> F + Send>; 2]) -> Vec<T>
@@ -630,11 +638,12 @@ fn concurrent_updates_of_different_fields_lose_neither(backend: Backend) {
 }
 
 #[derive(Debug, Default)]
-struct RecordingObserver(std::sync::Mutex<Vec<crate::CourseChange>>);
+struct RecordingObserver(std::sync::Mutex<Vec<crate::CourseChange>>, std::sync::Mutex<Vec<crate::CatalogName>>);
 
 impl crate::CatalogObserver for RecordingObserver {
-    fn course_changed(&self, change: &crate::CourseChange) {
+    fn course_changed(&self, catalog: &crate::CatalogName, change: &crate::CourseChange) {
         self.0.lock().expect("lock").push(change.clone());
+        self.1.lock().expect("lock").push(catalog.clone());
     }
 }
 
@@ -1106,4 +1115,164 @@ async fn a_postgresql_store_is_ready_when_it_answers() {
     }
     let database = TestDatabase::new(Backend::Postgres);
     database.open().readiness().await.expect("ready");
+}
+
+// Tenants (ADR 0035): one store, several catalogs, no way across.
+
+fn catalog_named(name: &str) -> crate::CatalogName {
+    crate::CatalogName::parse(name).expect("valid catalog name")
+}
+
+async fn two_catalogs_on_one_store_neither_read_nor_change_each_others_courses(backend: Backend) {
+    let test = backend.open_catalog();
+    let azul = test.catalog.scoped(&catalog_named("azul"));
+    let verde = test.catalog.scoped(&catalog_named("verde"));
+    let theirs = azul.create(new_course("Rust", 10), by()).await.expect("created");
+    let id = theirs.id();
+    // A valid id of the other catalog is answered exactly as an id that does not exist.
+    assert!(matches!(verde.get(id).await, Err(GetCourseError::NotFound { .. })));
+    assert!(matches!(test.catalog.get(id).await, Err(GetCourseError::NotFound { .. })), "nor from the default");
+    assert!(matches!(verde.history(id, None, PageSize::default()).await, Err(GetCourseError::NotFound { .. })));
+    let changes = CourseChanges { title: Some(title("Sequestrado")), workload_hours: None };
+    assert!(matches!(verde.update(id, changes.clone(), by()).await, Err(UpdateCourseError::NotFound { .. })));
+    assert!(matches!(
+        verde.update_if(id, changes, Some(theirs.version()), by()).await,
+        Err(UpdateCourseError::NotFound { .. })
+    ));
+    assert!(matches!(verde.archive(id, by()).await, Err(ArchiveCourseError::NotFound { .. })));
+    assert!(matches!(verde.archive_if(id, Some(1), by()).await, Err(ArchiveCourseError::NotFound { .. })));
+    // The owner's course is unchanged, with one history entry.
+    assert_eq!(azul.get(id).await.expect("still there"), theirs);
+    let history = azul.history(id, None, PageSize::default()).await.expect("history");
+    assert_eq!(history.entries.len(), 1);
+    assert_eq!(verde.count_active().await.expect("count"), 0);
+    assert!(verde.active_page(None, PageSize::default()).await.expect("page").courses.is_empty());
+    // Read twice (the SQLite read cache, ADR 0034, must not serve it to the other catalog either).
+    assert_eq!(azul.get(id).await.expect("cached"), theirs);
+    assert!(matches!(verde.get(id).await, Err(GetCourseError::NotFound { .. })));
+}
+
+async fn titles_counts_pages_and_idempotency_keys_are_per_catalog(backend: Backend) {
+    let test = backend.open_catalog();
+    let azul = test.catalog.scoped(&catalog_named("azul"));
+    let verde = test.catalog.scoped(&catalog_named("verde"));
+    let rust_azul = azul.create(new_course("Rust", 10), by()).await.expect("created");
+    // The same title in another catalog is another course; within one catalog it is a duplicate.
+    let rust_verde = verde.create(new_course("RUST", 20), by()).await.expect("same title, other catalog");
+    assert!(matches!(verde.create(new_course("rust", 30), by()).await, Err(CreateCourseError::DuplicateTitle { .. })));
+    let go_azul = azul.create(new_course("Go", 10), by()).await.expect("created");
+    // Renaming into a title only the other catalog holds is allowed.
+    let changes = CourseChanges { title: Some(title("Go")), workload_hours: None };
+    verde.update(rust_verde.id(), changes, by()).await.expect("no Go in verde");
+    // The same idempotency key in two catalogs makes two courses; a replay stays in its catalog.
+    let key = crate::IdempotencyKey::parse("pedido-1").expect("key");
+    let first = azul.create_idempotent(new_course("Python", 10), key.clone(), by()).await.expect("created");
+    let other = verde.create_idempotent(new_course("Python", 10), key.clone(), by()).await.expect("created");
+    assert!(!first.replayed && !other.replayed);
+    assert_ne!(first.course.id(), other.course.id());
+    let reused = verde.create_idempotent(new_course("Java", 10), key.clone(), by()).await;
+    assert!(matches!(reused, Err(CreateCourseError::IdempotencyKeyReused { .. })));
+    let replay = azul.create_idempotent(new_course("Python", 10), key, by()).await.expect("replayed");
+    assert!(replay.replayed);
+    assert_eq!(replay.course.id(), first.course.id());
+    // Counts and pages: each catalog its own; the default catalog holds none of them.
+    assert_eq!(azul.count_active().await.expect("count"), 3);
+    assert_eq!(verde.count_active().await.expect("count"), 2);
+    assert_eq!(test.catalog.count_active().await.expect("count"), 0);
+    azul.archive(go_azul.id(), by()).await.expect("archived");
+    assert_eq!(azul.count_active().await.expect("count"), 2);
+    assert_eq!(verde.count_active().await.expect("count"), 2);
+    let size = PageSize::clamped(1);
+    let mut seen = Vec::new();
+    let mut cursor = None;
+    loop {
+        let page = azul.active_page(cursor, size).await.expect("page");
+        seen.extend(page.courses.iter().map(Course::id));
+        let Some(next) = page.next else { break };
+        // A cursor of azul's, used in verde, pages only verde's courses.
+        for course in verde.active_page(Some(next), PageSize::default()).await.expect("page").courses {
+            assert!(course.id() == rust_verde.id() || course.id() == other.course.id());
+        }
+        cursor = Some(next);
+    }
+    assert_eq!(seen, [rust_azul.id(), first.course.id()]);
+}
+
+async fn suggestions_come_only_from_the_callers_catalog(backend: Backend) {
+    let test = backend.open_catalog();
+    let azul = test.catalog.scoped(&catalog_named("azul"));
+    let verde = test.catalog.scoped(&catalog_named("verde"));
+    let secret = azul.create(new_course("Introdução a Rust", 10), by()).await.expect("created");
+    let mine = verde.create(new_course("Rust Avançado", 10), by()).await.expect("created");
+    let ids = |courses: Vec<Course>| courses.into_iter().map(|course| course.id()).collect::<Vec<_>>();
+    assert_eq!(ids(verde.suggest("", 100).await.expect("suggest")), [mine.id()]);
+    assert_eq!(ids(verde.suggest("rust", 100).await.expect("suggest")), [mine.id()], "prefix and contains");
+    assert!(verde.suggest("introdu", 100).await.expect("suggest").is_empty(), "title prefix");
+    assert!(verde.suggest("ção a", 100).await.expect("suggest").is_empty(), "title contains");
+    let prefix = secret.id().to_string()[..8].to_owned();
+    assert!(!verde.suggest(&prefix, 100).await.expect("suggest").iter().any(|course| course.id() == secret.id()));
+    assert_eq!(ids(azul.suggest(&prefix, 100).await.expect("suggest"))[0], secret.id());
+}
+
+async fn observers_hear_which_catalog_changed(backend: Backend) {
+    let test = backend.open_catalog();
+    let observer = Arc::new(RecordingObserver::default());
+    let catalog = test.catalog.clone().with_observer(observer.clone());
+    let azul = catalog.scoped(&catalog_named("azul"));
+    let created = azul.create(new_course("Rust", 10), by()).await.expect("created");
+    catalog.create(new_course("Rust", 10), by()).await.expect("created in padrao");
+    azul.archive(created.id(), by()).await.expect("archived");
+    let heard: Vec<String> = observer.1.lock().expect("lock").iter().map(|name| name.to_string()).collect();
+    assert_eq!(heard, ["azul", "padrao", "azul"]);
+}
+
+/// A database made before catalogs existed (every migration but ADR 0035's) keeps its courses,
+/// history, idempotency keys and count, in the default catalog, once a store opens it.
+#[test]
+fn a_database_from_before_catalogs_is_migrated_in_place_into_the_default_catalog() {
+    use diesel_migrations::MigrationHarness;
+    let folder = tempfile::tempdir().expect("temp dir");
+    let path = folder.path().join("cursos.db");
+    {
+        let mut connection = diesel::SqliteConnection::establish(&path.to_string_lossy()).expect("connect");
+        let migrations =
+            diesel::migration::MigrationSource::<diesel::sqlite::Sqlite>::migrations(&crate::sqlite::MIGRATIONS)
+                .expect("migrations");
+        let (before, ours) = migrations.split_at(migrations.len() - 1);
+        assert!(ours[0].name().to_string().ends_with("_catalogs"), "the last migration is ADR 0035's");
+        diesel::migration::MigrationConnection::setup(&mut connection).expect("migrations table");
+        for migration in before {
+            connection.run_migration(migration.as_ref()).expect("older migration");
+        }
+        connection
+            .batch_execute(
+                "INSERT INTO courses (id, title, title_key, workload_hours, archived, version, created_at, updated_at) \
+                 VALUES ('00000000-0000-4000-8000-000000000001', 'Rust', 'rust', 10, 0, 1, \
+                         '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z'); \
+                 INSERT INTO course_creations (idempotency_key, fingerprint, course_id, created_at) \
+                 VALUES ('k', 'Rust\u{1f}10', '00000000-0000-4000-8000-000000000001', '2026-01-01T00:00:00.000Z'); \
+                 INSERT INTO course_history (course_id, author, tool, arguments, after_title, after_workload_hours, \
+                         after_archived, after_version, after_updated_at) \
+                 VALUES ('00000000-0000-4000-8000-000000000001', 'velho', 'criar_curso', '{}', 'Rust', 10, 0, 1, \
+                         '2026-01-01T00:00:00.000Z');",
+            )
+            .expect("an older program's rows");
+    }
+    let catalog = Catalog::new(SqliteStore::open(&path).expect("open migrates"));
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    runtime.block_on(async {
+        let id = CourseId::parse("00000000-0000-4000-8000-000000000001").expect("id");
+        assert_eq!(catalog.get(id).await.expect("in padrao").title().as_str(), "Rust");
+        assert_eq!(catalog.count_active().await.expect("count"), 1);
+        let history = catalog.history(id, None, PageSize::default()).await.expect("history");
+        assert_eq!(history.entries[0].provenance.author(), "velho");
+        assert!(matches!(
+            catalog.create(new_course("rust", 10), by()).await,
+            Err(CreateCourseError::DuplicateTitle { .. })
+        ));
+        let azul = catalog.scoped(&catalog_named("azul"));
+        assert!(matches!(azul.get(id).await, Err(GetCourseError::NotFound { .. })));
+        azul.create(new_course("Rust", 10), by()).await.expect("another catalog may use the title");
+        assert_eq!(catalog.count_active().await.expect("count"), 1);
+    });
 }

@@ -2,6 +2,7 @@
 //!
 //! - Newtypes that parse at the boundary: [`CourseId`], [`CourseTitle`], [`WorkloadHours`].
 //!   A value of one of these types already passed its rule.
+//! - [`CatalogName`]: which tenant's catalog an operation is in (ADR 0035).
 //! - The entity [`Course`] and the operations of the [`Catalog`], each with its own error type.
 //! - The persistence seam [`CourseStore`], its default implementation [`SqliteStore`], and
 //!   [`PostgresStore`] for a shared PostgreSQL database.
@@ -12,6 +13,7 @@
 #![deny(missing_docs)]
 
 mod catalog;
+mod catalog_name;
 mod course;
 mod course_id;
 mod course_title;
@@ -42,6 +44,7 @@ pub use catalog::{
     ArchiveCourseError, Catalog, CatalogObserver, CourseChange, CreateCourseError, Created, GetCourseError, NotReady,
     UpdateCourseError,
 };
+pub use catalog_name::{CatalogName, CatalogNameError};
 pub use course::{Course, CourseChanges, CourseRevision, NewCourse};
 pub use course_id::{CourseId, CourseIdError};
 pub use course_title::{CourseTitle, CourseTitleError, TitleSearchKey, code_point, comparison_key_of};

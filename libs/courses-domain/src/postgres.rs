@@ -39,7 +39,7 @@ use crate::sql_store::{
 use crate::store::{ChangeFollower, RemoteChange, WriteError};
 use crate::{CourseId, StoreError};
 
-const MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations_postgres");
+pub(crate) const MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations_postgres");
 
 /// The advisory lock (database-wide) held while migrating, so that several processes may start at
 /// once, whatever schema each one uses.
@@ -355,11 +355,11 @@ fn follow(
     }
 }
 
-/// `<origin> <schema or -> <course id> <0|1>`; `None` for this store's own notices, other
-/// schemas' and anything malformed.
-fn notice_payload(origin: &str, schema: Option<&str>, course_id: &str, changes_listing: bool) -> String {
+/// `<origin> <schema or -> <catalog> <course id> <0|1>`; `None` for this store's own notices,
+/// other schemas' and anything malformed (ADR 0035 added the catalog).
+fn notice_payload(origin: &str, schema: Option<&str>, catalog: &str, course_id: &str, changes_listing: bool) -> String {
     format!(
-        "{origin} {} {course_id} {}",
+        "{origin} {} {catalog} {course_id} {}",
         schema.filter(|name| !name.is_empty()).unwrap_or("-"),
         u8::from(changes_listing)
     )
@@ -367,7 +367,8 @@ fn notice_payload(origin: &str, schema: Option<&str>, course_id: &str, changes_l
 
 fn parse_notice(payload: &str, own_origin: &str, own_schema: &str) -> Option<RemoteChange> {
     let mut fields = payload.split(' ');
-    let (origin, schema, id, listing) = (fields.next()?, fields.next()?, fields.next()?, fields.next()?);
+    let (origin, schema, catalog, id, listing) =
+        (fields.next()?, fields.next()?, fields.next()?, fields.next()?, fields.next()?);
     let schema = if schema == "-" { "" } else { schema };
     if origin == own_origin || schema != own_schema || fields.next().is_some() {
         return None;
@@ -377,7 +378,11 @@ fn parse_notice(payload: &str, own_origin: &str, own_schema: &str) -> Option<Rem
         "1" => true,
         _ => return None,
     };
-    Some(RemoteChange { course_id: CourseId::parse(id).ok()?, changes_listing })
+    Some(RemoteChange {
+        catalog: crate::CatalogName::from_stored(catalog)?,
+        course_id: CourseId::parse(id).ok()?,
+        changes_listing,
+    })
 }
 
 /// Announces a committed write to the other processes (delivered only if the transaction commits).
@@ -386,7 +391,7 @@ fn notify_change(
     announcer: (&str, Option<&str>),
     change: &ChangeSummary,
 ) -> Result<(), DieselError> {
-    let payload = notice_payload(announcer.0, announcer.1, &change.course_id, change.changes_listing);
+    let payload = notice_payload(announcer.0, announcer.1, &change.catalog, &change.course_id, change.changes_listing);
     diesel::sql_query("SELECT pg_notify($1, $2)")
         .bind::<diesel::sql_types::Text, _>(CHANGES_CHANNEL)
         .bind::<diesel::sql_types::Text, _>(payload)
@@ -394,12 +399,23 @@ fn notify_change(
         .map(|_| ())
 }
 
-/// Takes the creation lock (the `catalog_counters` row) until the end of the transaction. Every
-/// write that changes the active set takes it first: positions are drawn and committed in one
-/// order, idempotency keys are looked up one creation at a time, and the counting triggers, which
-/// lock the same row, can never deadlock with a creation waiting on the title index.
-fn lock_active_set(connection: &mut PgConnection) -> Result<(), DieselError> {
-    catalog_counters::table.select(catalog_counters::active_courses).for_update().first::<i64>(connection).map(|_| ())
+/// Takes the catalog's creation lock (its `catalog_counters` row, made first if the catalog has
+/// none yet) until the end of the transaction. Every write that changes a catalog's active set
+/// takes it first: that catalog's positions are drawn and committed in one order, its idempotency
+/// keys are looked up one creation at a time, and the counting triggers, which lock the same row,
+/// can never deadlock with a creation waiting on the title index. Catalogs do not wait for each
+/// other (ADR 0035).
+fn lock_active_set(connection: &mut PgConnection, catalog: &str) -> Result<(), DieselError> {
+    diesel::insert_into(catalog_counters::table)
+        .values((catalog_counters::catalog.eq(catalog), catalog_counters::active_courses.eq(0_i64)))
+        .on_conflict_do_nothing()
+        .execute(connection)?;
+    catalog_counters::table
+        .find(catalog)
+        .select(catalog_counters::active_courses)
+        .for_update()
+        .get_result::<i64>(connection)
+        .map(|_| ())
 }
 
 /// `text` as a LIKE pattern that matches it literally anywhere (`\` is PostgreSQL's LIKE escape).
@@ -443,7 +459,7 @@ impl SqlBackend for PostgresStore {
         self.connection()?
             .transaction(|connection| {
                 if change.changes_active_set {
-                    lock_active_set(connection)?;
+                    lock_active_set(connection, &change.catalog)?;
                 }
                 let outcome = write(&mut SqlConnection::Postgres(connection))?;
                 if outcome.wrote() {
@@ -484,10 +500,12 @@ fn commit_went_unanswered(error: &DieselError) -> bool {
 /// `LIKE '%key%'` served by the trigram index `courses_active_title_trigram`.
 pub(crate) fn title_keys_containing(
     connection: &mut PgConnection,
+    catalog: &crate::CatalogName,
     key: &str,
     limit: i64,
 ) -> QueryResult<Vec<CourseRow>> {
     courses::table
+        .filter(courses::catalog.eq(catalog.as_str()))
         .filter(ActiveCourses)
         .filter(courses::title_key.like(contains_pattern(key)))
         .limit(limit)
@@ -564,7 +582,7 @@ mod tests {
         let mut cursor = None;
         loop {
             let still_writing = writing.load(Ordering::SeqCst);
-            let page = reader.active_page(cursor, 100).expect("page");
+            let page = reader.active_page(&crate::CatalogName::default_catalog(), cursor, 100).expect("page");
             if let Some((_, last)) = page.last() {
                 cursor = Some(*last);
             }
@@ -618,8 +636,22 @@ mod tests {
         let timeout = std::time::Duration::from_secs(30);
         let first = received.recv_timeout(timeout).expect("the creation is followed");
         let second = received.recv_timeout(timeout).expect("the update is followed");
-        assert_eq!(first, RemoteChange { course_id: created.id(), changes_listing: true });
-        assert_eq!(second, RemoteChange { course_id: created.id(), changes_listing: false });
+        assert_eq!(
+            first,
+            RemoteChange {
+                catalog: crate::CatalogName::default_catalog(),
+                course_id: created.id(),
+                changes_listing: true
+            }
+        );
+        assert_eq!(
+            second,
+            RemoteChange {
+                catalog: crate::CatalogName::default_catalog(),
+                course_id: created.id(),
+                changes_listing: false
+            }
+        );
         assert!(received.try_recv().is_err(), "nothing else: not the local write, not the refusal");
         drop(follower);
     }
@@ -669,14 +701,21 @@ mod tests {
     #[test]
     fn notices_are_read_only_from_other_origins_of_the_same_schema() {
         let id = crate::CourseId::generate();
-        let payload = notice_payload("b", Some("s1"), &id.to_string(), true);
-        assert_eq!(parse_notice(&payload, "a", "s1"), Some(RemoteChange { course_id: id, changes_listing: true }));
+        let payload = notice_payload("b", Some("s1"), "padrao", &id.to_string(), true);
+        assert_eq!(
+            parse_notice(&payload, "a", "s1"),
+            Some(RemoteChange { catalog: crate::CatalogName::default_catalog(), course_id: id, changes_listing: true })
+        );
         assert_eq!(parse_notice(&payload, "b", "s1"), None, "its own");
         assert_eq!(parse_notice(&payload, "a", "s2"), None, "another schema");
-        let default_schema = notice_payload("b", None, &id.to_string(), false);
+        let default_schema = notice_payload("b", None, "padrao", &id.to_string(), false);
         assert_eq!(
             parse_notice(&default_schema, "a", ""),
-            Some(RemoteChange { course_id: id, changes_listing: false })
+            Some(RemoteChange {
+                catalog: crate::CatalogName::default_catalog(),
+                course_id: id,
+                changes_listing: false
+            })
         );
         for garbage in ["", "b s1", "b s1 not-an-id 1", &format!("b s1 {id} 2"), &format!("b s1 {id} 1 extra")] {
             assert_eq!(parse_notice(garbage, "a", "s1"), None, "{garbage:?}");

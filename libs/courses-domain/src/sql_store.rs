@@ -29,8 +29,8 @@ use time::{OffsetDateTime, PrimitiveDateTime};
 
 use crate::store::{ChangeFollower, IdempotentInsert, PoolStatus, RemoteChange, Replaced, Unwritable, WriteError};
 use crate::{
-    ApprovalReceipt, Course, CourseId, CourseRevision, CourseStore, CourseTitle, CreationFingerprint, Evidence,
-    HistoryEntry, IdempotencyKey, PageCursor, Provenance, StoreError, TitleSearchKey, WorkloadHours,
+    ApprovalReceipt, CatalogName, Course, CourseId, CourseRevision, CourseStore, CourseTitle, CreationFingerprint,
+    Evidence, HistoryEntry, IdempotencyKey, PageCursor, Provenance, StoreError, TitleSearchKey, WorkloadHours,
 };
 
 /// The partial unique index on active courses' title keys, by the same name on both backends: a
@@ -69,6 +69,7 @@ pub(crate) mod schema {
 
         courses (position) {
             position -> BigInt,
+            catalog -> Text,
             id -> Text,
             title -> Text,
             title_key -> Text,
@@ -84,7 +85,8 @@ pub(crate) mod schema {
         use diesel::sql_types::*;
         use super::super::StoredTimestamp;
 
-        course_creations (idempotency_key) {
+        course_creations (catalog, idempotency_key) {
+            catalog -> Text,
             idempotency_key -> Text,
             fingerprint -> Text,
             course_id -> Text,
@@ -98,6 +100,7 @@ pub(crate) mod schema {
 
         course_history (seq) {
             seq -> BigInt,
+            catalog -> Text,
             course_id -> Text,
             author -> Text,
             tool -> Text,
@@ -144,8 +147,8 @@ pub(crate) mod schema {
     }
 
     diesel::table! {
-        catalog_counters (singleton) {
-            singleton -> Integer,
+        catalog_counters (catalog) {
+            catalog -> Text,
             active_courses -> BigInt,
         }
     }
@@ -231,6 +234,8 @@ impl QueryFragment<Pg> for ActiveCourses {
 #[derive(Debug, Clone, Queryable, QueryableByName, Selectable, Insertable, AsChangeset)]
 #[diesel(table_name = courses, check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
 pub(crate) struct CourseRow {
+    /// The catalog the course is in (ADR 0035): set on every row written, filtered on every read.
+    pub(crate) catalog: String,
     pub(crate) id: String,
     pub(crate) title: String,
     pub(crate) title_key: String,
@@ -242,8 +247,9 @@ pub(crate) struct CourseRow {
 }
 
 impl CourseRow {
-    pub(crate) fn from_course(course: &Course) -> Result<Self, StoreError> {
+    pub(crate) fn from_course(catalog: &CatalogName, course: &Course) -> Result<Self, StoreError> {
         Ok(Self {
+            catalog: catalog.as_str().to_owned(),
             id: course.id().to_string(),
             title: course.title().as_str().to_owned(),
             title_key: course.title().comparison_key(),
@@ -295,6 +301,7 @@ impl Snapshot {
     /// The course at this revision (id and creation time never change).
     fn into_course(self, course: &Course) -> Result<Course, StoreError> {
         CourseRow {
+            catalog: String::new(),
             id: course.id().to_string(),
             title_key: String::new(),
             title: self.title,
@@ -449,10 +456,10 @@ struct RevisionRows {
 }
 
 impl RevisionRows {
-    fn of(revision: &CourseRevision) -> Result<Self, StoreError> {
+    fn of(catalog: &CatalogName, revision: &CourseRevision) -> Result<Self, StoreError> {
         Ok(Self {
-            before: CourseRow::from_course(revision.before())?,
-            after: CourseRow::from_course(revision.after())?,
+            before: CourseRow::from_course(catalog, revision.before())?,
+            after: CourseRow::from_course(catalog, revision.after())?,
         })
     }
 }
@@ -460,6 +467,8 @@ impl RevisionRows {
 /// What a write changes, as a backend's locks and change notices need to know it.
 #[derive(Debug, Clone)]
 pub(crate) struct ChangeSummary {
+    /// The catalog of the course written.
+    pub(crate) catalog: String,
     /// The course written.
     pub(crate) course_id: String,
     /// True when the write adds to or removes from the active set (a creation, an archiving).
@@ -470,12 +479,18 @@ pub(crate) struct ChangeSummary {
 
 impl ChangeSummary {
     fn creation(row: &CourseRow) -> Self {
-        Self { course_id: row.id.clone(), changes_active_set: true, changes_listing: true }
+        Self {
+            catalog: row.catalog.clone(),
+            course_id: row.id.clone(),
+            changes_active_set: true,
+            changes_listing: true,
+        }
     }
 
     fn revision(rows: &RevisionRows) -> Self {
         let changes_active_set = rows.before.archived != rows.after.archived;
         Self {
+            catalog: rows.after.catalog.clone(),
             course_id: rows.after.id.clone(),
             changes_active_set,
             changes_listing: changes_active_set || rows.before.title != rows.after.title,
@@ -545,10 +560,11 @@ pub(crate) trait SqlBackend: Send + Sync + std::fmt::Debug + 'static {
     /// `read`'s.
     fn find_through(
         &self,
+        catalog: &CatalogName,
         id: CourseId,
         read: impl FnOnce() -> Result<Option<Course>, StoreError>,
     ) -> Result<Option<Course>, StoreError> {
-        let _ = id;
+        let _ = (catalog, id);
         read()
     }
 
@@ -579,8 +595,8 @@ pub(crate) trait SqlBackend: Send + Sync + std::fmt::Debug + 'static {
 }
 
 impl<Store: SqlBackend> CourseStore for Store {
-    fn insert(&self, course: &Course, provenance: &Provenance) -> Result<(), WriteError> {
-        let row = CourseRow::from_course(course)?;
+    fn insert(&self, catalog: &CatalogName, course: &Course, provenance: &Provenance) -> Result<(), WriteError> {
+        let row = CourseRow::from_course(catalog, course)?;
         let provenance = provenance.clone();
         self.run_write("cannot insert a course", ChangeSummary::creation(&row), move |connection| {
             insert(connection, &row, &provenance)
@@ -589,12 +605,13 @@ impl<Store: SqlBackend> CourseStore for Store {
 
     fn insert_idempotent(
         &self,
+        catalog: &CatalogName,
         course: &Course,
         key: &IdempotencyKey,
         fingerprint: &CreationFingerprint,
         provenance: &Provenance,
     ) -> Result<IdempotentInsert, WriteError> {
-        let row = CourseRow::from_course(course)?;
+        let row = CourseRow::from_course(catalog, course)?;
         let change = ChangeSummary::creation(&row);
         let (key, fingerprint, provenance) = (key.clone(), fingerprint.clone(), provenance.clone());
         // Each backend makes the key's lookup and the insert one step (SQLite: the writer's
@@ -609,37 +626,53 @@ impl<Store: SqlBackend> CourseStore for Store {
         })
     }
 
-    fn replace(&self, revision: &CourseRevision, provenance: &Provenance) -> Result<Replaced, WriteError> {
-        let rows = RevisionRows::of(revision)?;
+    fn replace(
+        &self,
+        catalog: &CatalogName,
+        revision: &CourseRevision,
+        provenance: &Provenance,
+    ) -> Result<Replaced, WriteError> {
+        let rows = RevisionRows::of(catalog, revision)?;
         let provenance = provenance.clone();
         self.run_write("cannot update a course", ChangeSummary::revision(&rows), move |connection| {
             replace(connection, &rows, &provenance)
         })
     }
 
-    fn find(&self, id: CourseId) -> Result<Option<Course>, StoreError> {
-        self.find_through(id, || self.run_read(|connection| find(connection, id)))
+    fn find(&self, catalog: &CatalogName, id: CourseId) -> Result<Option<Course>, StoreError> {
+        self.find_through(catalog, id, || self.run_read(|connection| find(connection, catalog, id)))
     }
 
-    fn active_page(&self, after: Option<PageCursor>, limit: usize) -> Result<Vec<(Course, PageCursor)>, StoreError> {
-        self.run_read(|connection| active_page(connection, after, limit))
+    fn active_page(
+        &self,
+        catalog: &CatalogName,
+        after: Option<PageCursor>,
+        limit: usize,
+    ) -> Result<Vec<(Course, PageCursor)>, StoreError> {
+        self.run_read(|connection| active_page(connection, catalog, after, limit))
     }
 
     fn history_page(
         &self,
+        catalog: &CatalogName,
         course: &Course,
         before: Option<PageCursor>,
         limit: usize,
     ) -> Result<Vec<(HistoryEntry, PageCursor)>, StoreError> {
-        self.run_read(|connection| history_page(connection, course, before, limit))
+        self.run_read(|connection| history_page(connection, catalog, course, before, limit))
     }
 
-    fn count_active(&self) -> Result<u64, StoreError> {
-        self.run_read(count_active)
+    fn count_active(&self, catalog: &CatalogName) -> Result<u64, StoreError> {
+        self.run_read(|connection| count_active(connection, catalog))
     }
 
-    fn search_active(&self, key: &TitleSearchKey, limit: usize) -> Result<Vec<Course>, StoreError> {
-        self.run_read(|connection| search_active(connection, key, limit))
+    fn search_active(
+        &self,
+        catalog: &CatalogName,
+        key: &TitleSearchKey,
+        limit: usize,
+    ) -> Result<Vec<Course>, StoreError> {
+        self.run_read(|connection| search_active(connection, catalog, key, limit))
     }
 
     fn reads_inline(&self) -> bool {
@@ -675,6 +708,7 @@ impl SqlConnection<'_> {
             return DieselError::DatabaseError(DatabaseErrorKind::UniqueViolation, information);
         }
         let holder = courses::table
+            .filter(courses::catalog.eq(&row.catalog))
             .filter(ActiveCourses)
             .filter(courses::title_key.eq(&row.title_key))
             .filter(courses::id.ne(&row.id))
@@ -760,7 +794,7 @@ fn insert_idempotent(
     provenance: &Provenance,
 ) -> QueryResult<Result<(), IdempotentInsert>> {
     let previous: Option<(String, String)> = on_backend!(connection, |concrete| course_creations::table
-        .find(key.as_str())
+        .find((&row.catalog, key.as_str()))
         .select((course_creations::fingerprint, course_creations::course_id))
         .get_result(concrete)
         .optional())?;
@@ -769,6 +803,7 @@ fn insert_idempotent(
             return Ok(Err(IdempotentInsert::KeyReused));
         }
         let original: CourseRow = on_backend!(connection, |concrete| courses::table
+            .filter(courses::catalog.eq(&row.catalog))
             .filter(courses::id.eq(&course_id))
             .select(CourseRow::as_select())
             .get_result(concrete))?;
@@ -779,6 +814,7 @@ fn insert_idempotent(
     insert(connection, row, provenance)?;
     on_backend!(connection, |concrete| diesel::insert_into(course_creations::table)
         .values((
+            course_creations::catalog.eq(&row.catalog),
             course_creations::idempotency_key.eq(key.as_str()),
             course_creations::fingerprint.eq(fingerprint.as_str()),
             course_creations::course_id.eq(&row.id),
@@ -797,6 +833,7 @@ fn replace(
 ) -> QueryResult<Replaced> {
     let (before, after) = (&revision.before, &revision.after);
     let updated = on_backend!(connection, |concrete| diesel::update(courses::table)
+        .filter(courses::catalog.eq(&before.catalog))
         .filter(courses::id.eq(&after.id))
         .filter(courses::version.eq(before.version))
         .set(after)
@@ -817,6 +854,7 @@ fn record_history(
 ) -> QueryResult<()> {
     let before = before.map(Snapshot::of);
     let values = (
+        course_history::catalog.eq(&after.catalog),
         course_history::course_id.eq(&after.id),
         course_history::author.eq(provenance.author()),
         course_history::tool.eq(provenance.tool()),
@@ -853,9 +891,10 @@ fn record_history(
 // the bound value), which defeats diesel's statement cache: a full SQL parse per read.
 
 /// The course with this id, archived or not.
-fn find(connection: &mut SqlConnection<'_>, id: CourseId) -> Result<Option<Course>, StoreError> {
+fn find(connection: &mut SqlConnection<'_>, catalog: &CatalogName, id: CourseId) -> Result<Option<Course>, StoreError> {
     on_backend!(connection, |concrete| courses::table
         .filter(courses::id.eq(id.to_string()))
+        .filter(courses::catalog.eq(catalog.as_str()))
         .select(CourseRow::as_select())
         .get_result(concrete)
         .optional())
@@ -867,6 +906,7 @@ fn find(connection: &mut SqlConnection<'_>, id: CourseId) -> Result<Option<Cours
 /// Up to `limit` active courses after `after`, in creation order, each with its cursor.
 fn active_page(
     connection: &mut SqlConnection<'_>,
+    catalog: &CatalogName,
     after: Option<PageCursor>,
     limit: usize,
 ) -> Result<Vec<(Course, PageCursor)>, StoreError> {
@@ -875,6 +915,7 @@ fn active_page(
         .map_or(Ok(0), |cursor| i64::try_from(cursor.position()))
         .map_err(|error| StoreError::new("cursor out of range", error))?;
     let rows: Vec<(i64, CourseRow)> = on_backend!(connection, |concrete| courses::table
+        .filter(courses::catalog.eq(catalog.as_str()))
         .filter(ActiveCourses)
         .filter(courses::position.gt(after))
         .order(courses::position.asc())
@@ -893,6 +934,7 @@ fn active_page(
 /// Up to `limit` history entries of `course`, newest first, older than `before`.
 fn history_page(
     connection: &mut SqlConnection<'_>,
+    catalog: &CatalogName,
     course: &Course,
     before: Option<PageCursor>,
     limit: usize,
@@ -904,6 +946,7 @@ fn history_page(
     let course_id = course.id().to_string();
     let rows: Vec<(HistoryRow, Option<EvidenceColumns>)> = on_backend!(connection, |concrete| course_history::table
         .left_join(course_history_evidence::table)
+        .filter(course_history::catalog.eq(catalog.as_str()))
         .filter(course_history::course_id.eq(&course_id))
         .filter(course_history::seq.lt(before))
         .order(course_history::seq.desc())
@@ -915,11 +958,15 @@ fn history_page(
 }
 
 /// How many courses are active: the counter the triggers keep.
-fn count_active(connection: &mut SqlConnection<'_>) -> Result<u64, StoreError> {
-    let count: i64 = on_backend!(connection, |concrete| catalog_counters::table
+fn count_active(connection: &mut SqlConnection<'_>, catalog: &CatalogName) -> Result<u64, StoreError> {
+    let count: Option<i64> = on_backend!(connection, |concrete| catalog_counters::table
+        .find(catalog.as_str())
         .select(catalog_counters::active_courses)
-        .get_result(concrete))
+        .get_result(concrete)
+        .optional())
     .map_err(|error| StoreError::new("cannot count the catalog", error))?;
+    // A catalog gets its counter row with its first course.
+    let count = count.unwrap_or(0);
     u64::try_from(count).map_err(|error| StoreError::new("negative count", error))
 }
 
@@ -928,6 +975,7 @@ fn count_active(connection: &mut SqlConnection<'_>) -> Result<u64, StoreError> {
 /// (each backend's own text index: `containing`, for keys of three characters or more).
 fn search_active(
     connection: &mut SqlConnection<'_>,
+    catalog: &CatalogName,
     key: &TitleSearchKey,
     limit: usize,
 ) -> Result<Vec<Course>, StoreError> {
@@ -945,6 +993,7 @@ fn search_active(
         let id_end = format!("{key}~");
         found.extend(
             on_backend!(connection, |concrete| courses::table
+                .filter(courses::catalog.eq(catalog.as_str()))
                 .filter(ActiveCourses)
                 .filter(courses::id.ge(key))
                 .filter(courses::id.lt(&id_end))
@@ -960,6 +1009,7 @@ fn search_active(
         let key_end = format!("{key}\u{10FFFF}");
         found.extend(
             on_backend!(connection, |concrete| courses::table
+                .filter(courses::catalog.eq(catalog.as_str()))
                 .filter(ActiveCourses)
                 .filter(courses::title_key.ge(key))
                 .filter(courses::title_key.lt(&key_end))
@@ -974,10 +1024,10 @@ fn search_active(
     if found.len() < limit && key.chars().count() >= 3 {
         let containing = match connection {
             SqlConnection::Sqlite(connection) => {
-                crate::sqlite::title_keys_containing(connection, key, sql_limit.saturating_mul(2))
+                crate::sqlite::title_keys_containing(connection, catalog, key, sql_limit.saturating_mul(2))
             }
             SqlConnection::Postgres(connection) => {
-                crate::postgres::title_keys_containing(connection, key, sql_limit.saturating_mul(2))
+                crate::postgres::title_keys_containing(connection, catalog, key, sql_limit.saturating_mul(2))
             }
         };
         found.extend(containing.map_err(search_error)?);
@@ -1003,16 +1053,21 @@ pub(crate) fn bring_title_keys_to_rule(connection: &mut SqlConnection<'_>) -> Qu
         }
         return Ok(());
     }
-    let stored: Vec<(String, String, String, bool)> = on_backend!(connection, |concrete| courses::table
+    let stored: Vec<(String, String, String, String, bool)> = on_backend!(connection, |concrete| courses::table
         .order(courses::position.asc())
-        .select((courses::id, courses::title, courses::title_key, courses::archived))
+        .select((courses::catalog, courses::id, courses::title, courses::title_key, courses::archived))
         .load(concrete))?;
-    let rekey = plan_rekey(stored.into_iter().map(|(id, title, key, archived)| StoredKey {
-        id,
-        title,
-        key,
-        active: !archived,
-    }));
+    // Titles are unique within one catalog (ADR 0035): each catalog's keys are planned alone.
+    let mut by_catalog: std::collections::BTreeMap<String, Vec<StoredKey>> = std::collections::BTreeMap::new();
+    for (catalog, id, title, key, archived) in stored {
+        by_catalog.entry(catalog).or_default().push(StoredKey { id, title, key, active: !archived });
+    }
+    let mut rekey = crate::course_title::Rekey::default();
+    for courses_of_catalog in by_catalog.into_values() {
+        let planned = plan_rekey(courses_of_catalog);
+        rekey.changes.extend(planned.changes);
+        rekey.duplicates.extend(planned.duplicates);
+    }
     let set_key = |connection: &mut SqlConnection<'_>, id: &str, key: &str| {
         on_backend!(connection, |concrete| diesel::update(courses::table.filter(courses::id.eq(id)))
             .set(courses::title_key.eq(key))

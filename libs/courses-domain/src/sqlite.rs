@@ -31,7 +31,7 @@ use crate::sqlite_writer::{BatchFailure, WriteFailure, Writer};
 use crate::store::{ChangeFollower, RemoteChange, Unwritable, WriteError};
 use crate::{Course, CourseId, StoreError};
 
-const MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations");
+pub(crate) const MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations");
 
 /// How long a writer waits for another process's write lock before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -343,19 +343,20 @@ impl SqlBackend for SqliteStore {
     /// read, by any process (`sqlite_read_cache.rs`, ADR 0034): never a stale course.
     fn find_through(
         &self,
+        catalog: &crate::CatalogName,
         id: CourseId,
         read: impl FnOnce() -> Result<Option<Course>, StoreError>,
     ) -> Result<Option<Course>, StoreError> {
         // The file's version before the row: a commit in between makes the next read miss.
         let version = self.read_cache.as_ref().and_then(|cache| Some((cache, cache.version()?)));
         if let Some((cache, version)) = &version
-            && let Some(course) = cache.get(version, id)
+            && let Some(course) = cache.get(version, catalog, id)
         {
             return Ok(Some(course));
         }
         let found = read()?;
         if let (Some((cache, version)), Some(course)) = (version, &found) {
-            cache.put(version, course);
+            cache.put(version, catalog, course);
         }
         Ok(found)
     }
@@ -394,18 +395,20 @@ impl SqlBackend for SqliteStore {
 /// the trigram full-text index `courses_title_search` (external content over `courses`).
 pub(crate) fn title_keys_containing(
     connection: &mut SqliteConnection,
+    catalog: &crate::CatalogName,
     key: &str,
     limit: i64,
 ) -> QueryResult<Vec<CourseRow>> {
     let phrase = format!("\"{}\"", key.replace('"', "\"\""));
     diesel::sql_query(
-        "SELECT courses.id, courses.title, courses.title_key, courses.workload_hours, courses.archived, \
+        "SELECT courses.catalog, courses.id, courses.title, courses.title_key, courses.workload_hours, courses.archived, \
                 courses.version, courses.created_at, courses.updated_at \
          FROM courses_title_search JOIN courses ON courses.position = courses_title_search.rowid \
-         WHERE courses_title_search MATCH ? AND courses.archived = 0 \
+         WHERE courses_title_search MATCH ? AND courses.catalog = ? AND courses.archived = 0 \
          LIMIT ?",
     )
     .bind::<diesel::sql_types::Text, _>(phrase)
+    .bind::<diesel::sql_types::Text, _>(catalog.as_str())
     .bind::<diesel::sql_types::BigInt, _>(limit)
     .load::<CourseRow>(connection)
 }

@@ -36,6 +36,7 @@ mod schema {
     diesel::table! {
         course_history (seq) {
             seq -> BigInt,
+            catalog -> Text,
             course_id -> Text,
             before_title -> Nullable<Text>,
             before_archived -> Nullable<Bool>,
@@ -104,6 +105,7 @@ struct DataVersion {
 #[derive(Queryable)]
 struct Written {
     seq: i64,
+    catalog: String,
     course_id: String,
     before_title: Option<String>,
     before_archived: Option<bool>,
@@ -226,6 +228,7 @@ fn poll(
             .limit(ROWS_PER_READ)
             .select((
                 course_history::seq,
+                course_history::catalog,
                 course_history::course_id,
                 course_history::before_title,
                 course_history::before_archived,
@@ -248,9 +251,13 @@ fn poll(
                 tracing::warn!(seq = row.seq, "a history entry names an invalid course: not announced");
                 continue;
             };
+            let Some(catalog) = crate::CatalogName::from_stored(&row.catalog) else {
+                tracing::warn!(seq = row.seq, "a history entry names an invalid catalog: not announced");
+                continue;
+            };
             match changes.iter_mut().find(|change| change.course_id == course_id) {
                 Some(change) => change.changes_listing |= changes_listing,
-                None => changes.push(RemoteChange { course_id, changes_listing }),
+                None => changes.push(RemoteChange { catalog, course_id, changes_listing }),
             }
         }
         if !more {
@@ -305,21 +312,33 @@ mod tests {
         let created = runtime.block_on(elsewhere.create(new_course("Remoto"), by())).expect("created");
         assert_eq!(
             received.recv_timeout(PATIENCE).expect("the creation is followed"),
-            RemoteChange { course_id: created.id(), changes_listing: true },
+            RemoteChange {
+                catalog: crate::CatalogName::default_catalog(),
+                course_id: created.id(),
+                changes_listing: true
+            },
             "a creation elsewhere, not the one made before following"
         );
         let changes = CourseChanges { workload_hours: WorkloadHours::parse(20).ok(), ..Default::default() };
         runtime.block_on(elsewhere.update(created.id(), changes, by())).expect("updated");
         assert_eq!(
             received.recv_timeout(PATIENCE).expect("the update is followed"),
-            RemoteChange { course_id: created.id(), changes_listing: false },
+            RemoteChange {
+                catalog: crate::CatalogName::default_catalog(),
+                course_id: created.id(),
+                changes_listing: false
+            },
             "a new workload leaves the listing as it was"
         );
         let retitled = CourseChanges { title: CourseTitle::parse("Remoto 2").ok(), ..Default::default() };
         runtime.block_on(elsewhere.update(created.id(), retitled, by())).expect("retitled");
         assert_eq!(
             received.recv_timeout(PATIENCE).expect("the new title is followed"),
-            RemoteChange { course_id: created.id(), changes_listing: true }
+            RemoteChange {
+                catalog: crate::CatalogName::default_catalog(),
+                course_id: created.id(),
+                changes_listing: true
+            }
         );
 
         // Made here: not reported. Refused elsewhere: nothing committed. Then one more change
@@ -329,7 +348,11 @@ mod tests {
         runtime.block_on(elsewhere.archive(before_following.id(), by())).expect("archived");
         assert_eq!(
             received.recv_timeout(PATIENCE).expect("the archiving is followed"),
-            RemoteChange { course_id: before_following.id(), changes_listing: true },
+            RemoteChange {
+                catalog: crate::CatalogName::default_catalog(),
+                course_id: before_following.id(),
+                changes_listing: true
+            },
             "not {}: that write was made here",
             local_course.id()
         );
@@ -396,8 +419,16 @@ mod tests {
         assert_eq!(
             poll(&mut connection, &own, &mut version, &mut seen).expect("poll"),
             vec![
-                RemoteChange { course_id: first.id(), changes_listing: true },
-                RemoteChange { course_id: second.id(), changes_listing: true },
+                RemoteChange {
+                    catalog: crate::CatalogName::default_catalog(),
+                    course_id: first.id(),
+                    changes_listing: true
+                },
+                RemoteChange {
+                    catalog: crate::CatalogName::default_catalog(),
+                    course_id: second.id(),
+                    changes_listing: true
+                },
             ]
         );
         assert_eq!(poll(&mut connection, &own, &mut version, &mut seen).expect("poll"), Vec::new(), "nothing new");

@@ -36,7 +36,7 @@ use std::path::Path;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crate::{Course, CourseId};
+use crate::{CatalogName, Course, CourseId};
 
 /// Courses kept at most (about 200 bytes each).
 pub(crate) const MAX_ENTRIES: usize = 1024;
@@ -73,7 +73,8 @@ pub(crate) struct ReadCache {
 struct State {
     /// The header the courses were read under (none: empty).
     version: Option<WalVersion>,
-    courses: HashMap<CourseId, Course>,
+    /// By catalog and id: a course is served only to a read in its own catalog (ADR 0035).
+    courses: HashMap<(CatalogName, CourseId), Course>,
 }
 
 impl ReadCache {
@@ -100,13 +101,13 @@ impl ReadCache {
     }
 
     /// The course `id` if it was read under `version`'s contents, less than [`MAX_AGE`] ago.
-    pub(crate) fn get(&self, version: &WalVersion, id: CourseId) -> Option<Course> {
+    pub(crate) fn get(&self, version: &WalVersion, catalog: &CatalogName, id: CourseId) -> Option<Course> {
         let state = self.state.lock().ok()?;
         let cached = state.version.as_ref()?;
         if !cached.same_contents(version) || cached.read_at.elapsed() >= MAX_AGE {
             return None;
         }
-        let course = state.courses.get(&id).cloned();
+        let course = state.courses.get(&(catalog.clone(), id)).cloned();
         #[cfg(test)]
         if course.is_some() {
             self.hits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -115,7 +116,7 @@ impl ReadCache {
     }
 
     /// Keeps `course`, read from SQLite after `version` was read.
-    pub(crate) fn put(&self, version: WalVersion, course: &Course) {
+    pub(crate) fn put(&self, version: WalVersion, catalog: &CatalogName, course: &Course) {
         let Ok(mut state) = self.state.lock() else { return };
         let current = state
             .version
@@ -125,7 +126,7 @@ impl ReadCache {
             state.courses.clear();
             state.version = Some(version);
         }
-        state.courses.insert(course.id(), course.clone());
+        state.courses.insert((catalog.clone(), course.id()), course.clone());
     }
 
     /// Reads served from the cache so far (tests).

@@ -7,8 +7,8 @@
 use std::error::Error as StdError;
 
 use crate::{
-    Course, CourseId, CourseRevision, CreationFingerprint, HistoryEntry, IdempotencyKey, PageCursor, Provenance,
-    TitleSearchKey,
+    CatalogName, Course, CourseId, CourseRevision, CreationFingerprint, HistoryEntry, IdempotencyKey, PageCursor,
+    Provenance, TitleSearchKey,
 };
 
 /// A failure of the storage itself (I/O, a corrupt file, a pool timeout): never the caller's fault.
@@ -124,6 +124,10 @@ pub struct PoolStatus {
 /// Where courses are kept. Implementations are blocking; the [`Catalog`](crate::Catalog) calls
 /// them off the async runtime's worker threads.
 ///
+/// **Contract (ADR 0035):** every operation takes the [`CatalogName`] it is in, and sees and
+/// changes only that catalog's courses, history, idempotency keys and count: a course of another
+/// catalog is as absent as one that does not exist; title uniqueness holds within one catalog.
+///
 /// **Contract:** every error of a write means nothing of it was written, except
 /// [`WriteError::OutcomeUnknown`], which says that is unknown (SQLite: a failed `COMMIT`;
 /// PostgreSQL: a `COMMIT` whose connection was lost before it was answered).
@@ -137,7 +141,7 @@ pub trait CourseStore: Send + Sync + std::fmt::Debug + 'static {
     ///
     /// # Errors
     /// [`WriteError::DuplicateTitle`], or [`WriteError::Store`].
-    fn insert(&self, course: &Course, provenance: &Provenance) -> Result<(), WriteError>;
+    fn insert(&self, catalog: &CatalogName, course: &Course, provenance: &Provenance) -> Result<(), WriteError>;
 
     /// Stores a new course under an idempotency key, unless the key was used before with this
     /// `fingerprint` (a replay) or another (a reuse). Key and course are written in one transaction.
@@ -146,6 +150,7 @@ pub trait CourseStore: Send + Sync + std::fmt::Debug + 'static {
     /// [`WriteError::DuplicateTitle`] (the key stays unused), or [`WriteError::Store`].
     fn insert_idempotent(
         &self,
+        catalog: &CatalogName,
         course: &Course,
         key: &IdempotencyKey,
         fingerprint: &CreationFingerprint,
@@ -157,20 +162,30 @@ pub trait CourseStore: Send + Sync + std::fmt::Debug + 'static {
     ///
     /// # Errors
     /// [`WriteError::DuplicateTitle`], or [`WriteError::Store`].
-    fn replace(&self, revision: &CourseRevision, provenance: &Provenance) -> Result<Replaced, WriteError>;
+    fn replace(
+        &self,
+        catalog: &CatalogName,
+        revision: &CourseRevision,
+        provenance: &Provenance,
+    ) -> Result<Replaced, WriteError>;
 
     /// The course with this id, archived or not.
     ///
     /// # Errors
     /// [`StoreError`] when the storage fails.
-    fn find(&self, id: CourseId) -> Result<Option<Course>, StoreError>;
+    fn find(&self, catalog: &CatalogName, id: CourseId) -> Result<Option<Course>, StoreError>;
 
     /// Up to `limit` active courses after `after` (from the start when `None`), in creation
     /// order, each with the cursor that continues just after it.
     ///
     /// # Errors
     /// [`StoreError`] when the storage fails.
-    fn active_page(&self, after: Option<PageCursor>, limit: usize) -> Result<Vec<(Course, PageCursor)>, StoreError>;
+    fn active_page(
+        &self,
+        catalog: &CatalogName,
+        after: Option<PageCursor>,
+        limit: usize,
+    ) -> Result<Vec<(Course, PageCursor)>, StoreError>;
 
     /// Up to `limit` history entries of `course`, newest first, older than `before` (from the
     /// newest when `None`), each with the cursor that continues just after it.
@@ -179,6 +194,7 @@ pub trait CourseStore: Send + Sync + std::fmt::Debug + 'static {
     /// [`StoreError`] when the storage fails.
     fn history_page(
         &self,
+        catalog: &CatalogName,
         course: &Course,
         before: Option<PageCursor>,
         limit: usize,
@@ -188,7 +204,7 @@ pub trait CourseStore: Send + Sync + std::fmt::Debug + 'static {
     ///
     /// # Errors
     /// [`StoreError`] when the storage fails.
-    fn count_active(&self) -> Result<u64, StoreError>;
+    fn count_active(&self, catalog: &CatalogName) -> Result<u64, StoreError>;
 
     /// Up to `limit` active courses matching `key`, best matches first: id starting with `key`,
     /// then title key starting with `key`, then (for keys of three characters or more) title key
@@ -196,7 +212,12 @@ pub trait CourseStore: Send + Sync + std::fmt::Debug + 'static {
     ///
     /// # Errors
     /// [`StoreError`] when the storage fails.
-    fn search_active(&self, key: &TitleSearchKey, limit: usize) -> Result<Vec<Course>, StoreError>;
+    fn search_active(
+        &self,
+        catalog: &CatalogName,
+        key: &TitleSearchKey,
+        limit: usize,
+    ) -> Result<Vec<Course>, StoreError>;
 
     /// Whether the [`Catalog`](crate::Catalog) may run this store's bounded reads (a course, a
     /// page, a history page, the count) on the async runtime's thread instead of the blocking pool.
@@ -237,8 +258,10 @@ pub trait CourseStore: Send + Sync + std::fmt::Debug + 'static {
 
 /// A change another process committed: which course, and whether the listing changed (a course
 /// was created or archived, or a title changed).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RemoteChange {
+    /// The catalog the course is in: only its listeners hear of the change (ADR 0035).
+    pub catalog: CatalogName,
     /// The course that changed.
     pub course_id: CourseId,
     /// True when the set of active courses or a title changed.

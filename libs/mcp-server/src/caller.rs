@@ -7,6 +7,8 @@
 use std::fmt;
 use std::sync::Arc;
 
+use courses_domain::CatalogName;
+
 /// What a caller may do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Scope {
@@ -65,28 +67,37 @@ impl std::str::FromStr for Scope {
 #[error("escopo desconhecido: use leitura ou escrita")]
 pub struct UnknownScope;
 
-/// An authenticated caller: the name recorded in a course's history and the scope checked on
-/// every call. Cheap to clone.
+/// An authenticated caller: the name recorded in a course's history, the scope checked on
+/// every call, and the one catalog everything it does is in (ADR 0035). Cheap to clone.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Caller {
     name: Arc<str>,
     scope: Scope,
+    catalog: CatalogName,
 }
 
 impl Caller {
     /// The name the stdio app's single local user is recorded under.
     pub const STDIO_NAME: &'static str = "stdio";
 
-    /// A caller named `name` (a key's name) with `scope`.
+    /// A caller named `name` (a key's name) with `scope`, in the default catalog
+    /// ([`CatalogName::default_catalog`]); [`Caller::in_catalog`] puts it in another.
     #[must_use]
     pub fn new(name: impl Into<Arc<str>>, scope: Scope) -> Self {
-        Self { name: name.into(), scope }
+        Self { name: name.into(), scope, catalog: CatalogName::default_catalog() }
     }
 
-    /// The stdio app's user: whoever started the process owns the database file, so full scope.
+    /// The same caller, in `catalog`.
     #[must_use]
-    pub fn stdio() -> Self {
-        Self::new(Self::STDIO_NAME, Scope::Write)
+    pub fn in_catalog(self, catalog: CatalogName) -> Self {
+        Self { catalog, ..self }
+    }
+
+    /// The stdio app's user: whoever started the process owns the database file, so full scope,
+    /// in the catalog the app was started for (`--catalog`).
+    #[must_use]
+    pub fn stdio(catalog: CatalogName) -> Self {
+        Self::new(Self::STDIO_NAME, Scope::Write).in_catalog(catalog)
     }
 
     /// The name recorded as "who" in the history.
@@ -99,5 +110,11 @@ impl Caller {
     #[must_use]
     pub const fn scope(&self) -> Scope {
         self.scope
+    }
+
+    /// The catalog this caller reads and changes, and hears of: the only one (ADR 0035).
+    #[must_use]
+    pub fn catalog(&self) -> &CatalogName {
+        &self.catalog
     }
 }

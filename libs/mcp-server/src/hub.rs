@@ -31,13 +31,14 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use courses_domain::{CatalogObserver, CourseChange, CourseId};
+use courses_domain::{CatalogName, CatalogObserver, CourseChange, CourseId};
 use rmcp::model::ResourceUpdatedNotificationParam;
 use rmcp::service::{SubscriptionSendError, SubscriptionSink};
 use rmcp::{Peer, RoleServer};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use crate::caller::Caller;
 use crate::policy::ListsChanged;
 use crate::uris;
 
@@ -114,6 +115,8 @@ impl Listeners {
 struct Session {
     peer: Peer<RoleServer>,
     caller: Arc<str>,
+    /// The caller's catalog: the session hears only of its changes (ADR 0035).
+    catalog: CatalogName,
     /// The HTTP session's `Mcp-Session-Id`, when the session is an HTTP one.
     http_session: Option<String>,
     resources: HashSet<Arc<str>>,
@@ -123,6 +126,8 @@ struct Session {
 #[derive(Debug)]
 struct Stream {
     caller: Arc<str>,
+    /// The caller's catalog: the stream hears only of its changes (ADR 0035).
+    catalog: CatalogName,
     resources: Vec<Arc<str>>,
     list_changed: bool,
     mailbox: Arc<Mailbox>,
@@ -396,7 +401,7 @@ impl SubscriptionHub {
         self: &Arc<Self>,
         session: u64,
         peer: Peer<RoleServer>,
-        caller: &str,
+        caller: &Caller,
         http_session: Option<String>,
     ) {
         let mut listeners = self.lock();
@@ -409,13 +414,20 @@ impl SubscriptionHub {
         listeners: &'a mut Listeners,
         session: u64,
         peer: Peer<RoleServer>,
-        caller: &str,
+        caller: &Caller,
         http_session: Option<String>,
     ) -> &'a mut Session {
         listeners.sessions.entry(session).or_insert_with(|| {
             let mailbox = Arc::new(Mailbox::default());
             spawn_session_drainer(self, session, peer.clone(), Arc::clone(&mailbox));
-            Session { peer, caller: caller.into(), http_session, resources: HashSet::new(), mailbox }
+            Session {
+                peer,
+                caller: caller.name().into(),
+                catalog: caller.catalog().clone(),
+                http_session,
+                resources: HashSet::new(),
+                mailbox,
+            }
         })
     }
 
@@ -427,13 +439,13 @@ impl SubscriptionHub {
         self: &Arc<Self>,
         session: u64,
         peer: Peer<RoleServer>,
-        caller: &str,
+        caller: &Caller,
         http_session: Option<String>,
         uri: &str,
     ) -> Result<(), Refusal> {
         let mut listeners = self.lock();
         prune_closed_sessions(&mut listeners);
-        let (caller_total, process_total) = subscription_totals(&listeners, caller);
+        let (caller_total, process_total) = subscription_totals(&listeners, caller.name());
         let limits = self.limits;
         let entry = self.ensure_session(&mut listeners, session, peer, caller, http_session);
         if entry.resources.contains(uri) {
@@ -482,7 +494,7 @@ impl SubscriptionHub {
     /// The [`Refusal`] naming the bound the stream would pass.
     pub(crate) fn admit_stream(
         self: &Arc<Self>,
-        caller: &str,
+        caller: &Caller,
         resources: &[String],
         list_changed: bool,
     ) -> Result<StreamTicket, Refusal> {
@@ -495,14 +507,14 @@ impl SubscriptionHub {
             return Err(Refusal::PerListener(limits.subscriptions_per_listener));
         }
         prune_closed_sessions(&mut listeners);
-        let caller_streams = listeners.streams.values().filter(|stream| &*stream.caller == caller).count();
+        let caller_streams = listeners.streams.values().filter(|stream| &*stream.caller == caller.name()).count();
         if caller_streams >= limits.streams_per_caller {
             return Err(Refusal::StreamsPerCaller(limits.streams_per_caller));
         }
         if listeners.streams.len() >= limits.streams {
             return Err(Refusal::Streams(limits.streams));
         }
-        let (caller_total, process_total) = subscription_totals(&listeners, caller);
+        let (caller_total, process_total) = subscription_totals(&listeners, caller.name());
         if caller_total + distinct.len() > limits.subscriptions_per_caller {
             return Err(Refusal::SubscriptionsPerCaller(limits.subscriptions_per_caller));
         }
@@ -515,7 +527,8 @@ impl SubscriptionHub {
         listeners.streams.insert(
             id,
             Stream {
-                caller: caller.into(),
+                caller: caller.name().into(),
+                catalog: caller.catalog().clone(),
                 resources: distinct.into_iter().map(Arc::from).collect(),
                 list_changed,
                 mailbox: Arc::clone(&mailbox),
@@ -549,23 +562,23 @@ impl SubscriptionHub {
         self.listeners.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Fills every listener's mailbox with what a change of course `id` means to it
-    /// (`list_changed`: the listing changed too). Never awaits a client; drops the listeners
-    /// that fell too far behind.
-    fn announce(&self, id: CourseId, list_changed: bool) {
+    /// Fills the mailbox of every listener of `catalog` with what a change of course `id` means
+    /// to it (`list_changed`: the listing changed too); listeners of other catalogs hear nothing
+    /// of it (ADR 0035). Never awaits a client; drops the listeners that fell too far behind.
+    fn announce(&self, catalog: &CatalogName, id: CourseId, list_changed: bool) {
         let course_uri = uris::course(id);
         let max_behind = self.limits.max_changes_behind;
         let mut listeners = self.lock();
         prune_closed_sessions(&mut listeners);
         let mut slow_sessions = Vec::new();
-        for (key, session) in &listeners.sessions {
+        for (key, session) in listeners.sessions.iter().filter(|(_, session)| session.catalog == *catalog) {
             let updated = session.resources.iter().filter(|uri| is_affected(uri, &course_uri)).cloned();
             if !session.mailbox.post(updated, list_changed, max_behind) {
                 slow_sessions.push(*key);
             }
         }
         let mut slow_streams = Vec::new();
-        for (key, stream) in &listeners.streams {
+        for (key, stream) in listeners.streams.iter().filter(|(_, stream)| stream.catalog == *catalog) {
             let updated = stream.resources.iter().filter(|uri| is_affected(uri, &course_uri)).cloned();
             if !stream.mailbox.post(updated, list_changed && stream.list_changed, max_behind) {
                 slow_streams.push(*key);
@@ -587,20 +600,24 @@ impl SubscriptionHub {
         }
     }
 
-    /// Tells every 2025-era session and every listen stream that the tools or the prompts listed
-    /// changed (the operator's policy, ADR 0036). A stream whose filter did not ask for them skips
-    /// the notice. Never awaits a client: it only sets two flags in each mailbox.
-    pub(crate) fn announce_lists(&self, lists: ListsChanged) {
-        if lists == ListsChanged::default() {
-            return;
-        }
+    /// Tells each 2025-era session and listen stream whose catalog's tools or prompts changed
+    /// (`changed_for` its catalog; the operator's policy, ADR 0036), and no other: a policy change
+    /// of one catalog is not news to another (ADR 0035). A stream whose filter did not ask for
+    /// them skips the notice. Never awaits a client: it only sets two flags in each mailbox.
+    pub(crate) fn announce_lists(&self, changed_for: impl Fn(&CatalogName) -> ListsChanged) {
         let mut listeners = self.lock();
         prune_closed_sessions(&mut listeners);
+        let post = |catalog: &CatalogName, mailbox: &Mailbox| {
+            let lists = changed_for(catalog);
+            if lists != ListsChanged::default() {
+                mailbox.post_lists(lists);
+            }
+        };
         for session in listeners.sessions.values() {
-            session.mailbox.post_lists(lists);
+            post(&session.catalog, &session.mailbox);
         }
         for stream in listeners.streams.values() {
-            stream.mailbox.post_lists(lists);
+            post(&stream.catalog, &stream.mailbox);
         }
     }
 
@@ -684,20 +701,43 @@ fn spawn_session_drainer(hub: &Arc<SubscriptionHub>, key: u64, peer: Peer<RoleSe
 pub(crate) struct HubObserver(pub(crate) Arc<SubscriptionHub>);
 
 impl CatalogObserver for HubObserver {
-    fn course_changed(&self, change: &CourseChange) {
-        self.0.announce(change.course().id(), change.changes_listing());
+    fn course_changed(&self, catalog: &CatalogName, change: &CourseChange) {
+        self.0.announce(catalog, change.course().id(), change.changes_listing());
     }
 }
 
 /// Tells this process's listeners of a change made elsewhere (another replica on the same
-/// database), known only by the course's id and whether the listing changed.
-pub(crate) fn announce_remote(hub: &Arc<SubscriptionHub>, id: CourseId, list_changed: bool) {
-    hub.announce(id, list_changed);
+/// database), known only by its catalog, the course's id and whether the listing changed.
+pub(crate) fn announce_remote(hub: &Arc<SubscriptionHub>, catalog: &CatalogName, id: CourseId, list_changed: bool) {
+    hub.announce(catalog, id, list_changed);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_change_reaches_only_the_listeners_of_its_catalog() {
+        let hub = Arc::new(SubscriptionHub::new(LiveUpdateLimits::default()));
+        let azul = CatalogName::parse("azul").expect("name");
+        let verde = CatalogName::parse("verde").expect("name");
+        let id = CourseId::generate();
+        let watched = [uris::course(id), uris::CATALOG.to_owned()];
+        let listen = |name: &str, catalog: &CatalogName| {
+            hub.stream_accepted();
+            let caller = Caller::new(name, crate::Scope::Read).in_catalog(catalog.clone());
+            hub.admit_stream(&caller, &watched, true).expect("admitted")
+        };
+        let (of_azul, of_verde) = (listen("chave-azul", &azul), listen("chave-verde", &verde));
+        hub.announce(&azul, id, true);
+        let batch = of_azul.mailbox().take().expect("azul hears of azul's change");
+        assert!(batch.list_changed);
+        assert_eq!(batch.uris.len(), 2);
+        assert!(of_verde.mailbox().take().is_none(), "verde hears nothing of azul's change, not even list_changed");
+        announce_remote(&hub, &verde, id, false);
+        assert!(of_azul.mailbox().take().is_none(), "nor azul of verde's");
+        assert!(of_verde.mailbox().take().is_some());
+    }
 
     #[test]
     fn a_uri_already_waiting_in_a_mailbox_is_not_queued_twice() {

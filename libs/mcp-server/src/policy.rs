@@ -24,9 +24,6 @@ use std::time::Duration;
 use crate::reloaded_file::{self, ReloadedFile, Reread};
 use crate::state::ServerState;
 
-/// The catalog of callers who do not name one (until tenants, every caller).
-pub const DEFAULT_CATALOG: &str = "padrao";
-
 /// Every tool this server registers, by its wire name.
 pub const TOOLS: [&str; 5] = ["criar_curso", "atualizar_curso", "arquivar_curso", "listar_cursos", "ler_curso"];
 
@@ -35,9 +32,6 @@ pub const WRITING_TOOLS: [&str; 3] = ["criar_curso", "atualizar_curso", "arquiva
 
 /// Every prompt this server registers.
 pub const PROMPTS: [&str; 1] = ["criar-curso"];
-
-/// The longest catalog name a rule may name.
-const MAX_CATALOG_NAME_CHARS: usize = 64;
 
 /// What is switched off for one scope of the file (everyone, or one catalog).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -170,18 +164,29 @@ impl Policy {
         self.for_catalog(catalog).allows_prompt(prompt)
     }
 
+    /// Whether going from `self` to `next` changes the tools or the prompts the callers of
+    /// `catalog` see: what to tell that catalog's listeners, and only them.
+    #[must_use]
+    pub fn lists_changed_for(&self, next: &Self, catalog: &str) -> ListsChanged {
+        let (before, after) = (self.for_catalog(catalog), next.for_catalog(catalog));
+        ListsChanged {
+            tools: before.allowed_tools() != after.allowed_tools(),
+            prompts: before.allowed_prompts() != after.allowed_prompts(),
+        }
+    }
+
     /// Whether going from `self` to `next` changes the tools or the prompts some catalog's callers
     /// see: the default catalog, and every catalog either policy names.
     #[must_use]
     pub fn lists_changed(&self, next: &Self) -> ListsChanged {
-        let catalogs = std::iter::once(DEFAULT_CATALOG)
+        let catalogs = std::iter::once(courses_domain::CatalogName::DEFAULT)
             .chain(self.catalogs.keys().map(String::as_str))
             .chain(next.catalogs.keys().map(String::as_str));
         let mut changed = ListsChanged::default();
         for catalog in catalogs {
-            let (before, after) = (self.for_catalog(catalog), next.for_catalog(catalog));
-            changed.tools |= before.allowed_tools() != after.allowed_tools();
-            changed.prompts |= before.allowed_prompts() != after.allowed_prompts();
+            let ListsChanged { tools, prompts } = self.lists_changed_for(next, catalog);
+            changed.tools |= tools;
+            changed.prompts |= prompts;
         }
         changed
     }
@@ -210,13 +215,12 @@ fn known(names: &[&'static str], name: &str) -> Option<&'static str> {
     names.iter().copied().find(|known| *known == name)
 }
 
+/// A catalog name as the keys file and `--catalog` take it (the domain's rule, ADR 0035): a name
+/// no key can have would leave its rules silently unapplied.
 fn parse_catalog_name(name: &str) -> Result<String, PolicyErrorKind> {
-    let valid = !name.is_empty()
-        && name.chars().count() <= MAX_CATALOG_NAME_CHARS
-        && name
-            .chars()
-            .all(|character| character.is_ascii_lowercase() || character.is_ascii_digit() || "-_".contains(character));
-    if valid { Ok(name.to_owned()) } else { Err(PolicyErrorKind::InvalidCatalogName(name.to_owned())) }
+    courses_domain::CatalogName::parse(name)
+        .map(|catalog| catalog.as_str().to_owned())
+        .map_err(|_| PolicyErrorKind::InvalidCatalogName(name.to_owned()))
 }
 
 /// A line of the policy file that cannot be followed.
@@ -343,15 +347,15 @@ mod tests {
         for text in ["", "\n\n", "# nada desativado\n   # outro comentário\n"] {
             let policy = Policy::parse(text).expect("valid");
             assert_eq!(policy, Policy::default());
-            assert_eq!(policy.for_catalog(DEFAULT_CATALOG).allowed_tools(), TOOLS);
-            assert!(policy.allows_prompt(DEFAULT_CATALOG, "criar-curso"));
+            assert_eq!(policy.for_catalog(courses_domain::CatalogName::DEFAULT).allowed_tools(), TOOLS);
+            assert!(policy.allows_prompt(courses_domain::CatalogName::DEFAULT, "criar-curso"));
         }
     }
 
     #[test]
     fn read_only_mode_switches_off_every_writing_tool_and_nothing_else() {
         let policy = Policy::parse("somente-leitura\n").expect("valid");
-        let catalog = policy.for_catalog(DEFAULT_CATALOG);
+        let catalog = policy.for_catalog(courses_domain::CatalogName::DEFAULT);
         assert!(catalog.is_read_only());
         assert_eq!(catalog.allowed_tools(), ["listar_cursos", "ler_curso"]);
         assert!(catalog.allows_prompt("criar-curso"));
@@ -362,7 +366,7 @@ mod tests {
         let policy =
             Policy::parse("desativar ferramenta arquivar_curso  # irreversível\ndesativar prompt criar-curso\n")
                 .expect("valid");
-        for catalog in [DEFAULT_CATALOG, "escola-a"] {
+        for catalog in [courses_domain::CatalogName::DEFAULT, "escola-a"] {
             assert!(!policy.allows_tool(catalog, "arquivar_curso"));
             assert!(policy.allows_tool(catalog, "criar_curso"));
             assert!(!policy.allows_prompt(catalog, "criar-curso"));
@@ -381,9 +385,9 @@ mod tests {
             ["criar_curso", "atualizar_curso", "listar_cursos", "ler_curso"]
         );
         assert!(!policy.allows_prompt("escola-b", "criar-curso"));
-        assert!(policy.allows_tool(DEFAULT_CATALOG, "criar_curso"));
-        assert!(!policy.allows_tool(DEFAULT_CATALOG, "arquivar_curso"));
-        assert!(policy.allows_prompt(DEFAULT_CATALOG, "criar-curso"));
+        assert!(policy.allows_tool(courses_domain::CatalogName::DEFAULT, "criar_curso"));
+        assert!(!policy.allows_tool(courses_domain::CatalogName::DEFAULT, "arquivar_curso"));
+        assert!(policy.allows_prompt(courses_domain::CatalogName::DEFAULT, "criar-curso"));
     }
 
     #[test]
@@ -405,6 +409,7 @@ mod tests {
             ("catalogo", PolicyErrorKind::MissingCatalogName),
             ("catalogo escola-a", PolicyErrorKind::UnknownRule(String::new())),
             ("catalogo Escola somente-leitura", PolicyErrorKind::InvalidCatalogName("Escola".to_owned())),
+            ("catalogo escola_a somente-leitura", PolicyErrorKind::InvalidCatalogName("escola_a".to_owned())),
         ] {
             assert_eq!(Policy::parse(text).expect_err(text).kind, kind, "{text}");
         }
@@ -421,5 +426,8 @@ mod tests {
         assert_eq!(none.lists_changed(&no_prompt), ListsChanged { tools: false, prompts: true });
         let same_effect = Policy::parse("somente-leitura\ndesativar ferramenta criar_curso").expect("valid");
         assert_eq!(read_only.lists_changed(&same_effect), ListsChanged::default(), "criar_curso was off already");
+        assert_eq!(none.lists_changed_for(&no_prompt, "escola-a"), ListsChanged { tools: false, prompts: true });
+        assert_eq!(none.lists_changed_for(&no_prompt, "escola-b"), ListsChanged::default(), "another catalog");
+        assert_eq!(none.lists_changed_for(&read_only, "escola-b"), ListsChanged { tools: true, prompts: false });
     }
 }

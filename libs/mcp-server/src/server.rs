@@ -120,8 +120,20 @@ impl CursosServer {
         }
     }
 
-    async fn catalog_page_json(&self, after: Option<PageCursor>) -> Result<String, McpError> {
-        let catalog = &self.state.catalog;
+    /// The caller of this request, and the one catalog it may reach (ADR 0035).
+    fn caller_of(&self, context: &RequestContext<RoleServer>) -> Caller {
+        caller_in(&context.extensions, &self.state.local_catalog)
+    }
+
+    /// The catalog of this request's caller: the only catalog a request reads or changes.
+    fn catalog_of(&self, context: &RequestContext<RoleServer>) -> courses_domain::Catalog {
+        self.state.catalog_of(&self.caller_of(context))
+    }
+
+    async fn catalog_page_json(
+        catalog: &courses_domain::Catalog,
+        after: Option<PageCursor>,
+    ) -> Result<String, McpError> {
         let page = catalog.active_page(after, PageSize::default()).await.map_err(outcomes::internal_protocol_error)?;
         let total = catalog.count_active().await.map_err(outcomes::internal_protocol_error)?;
         serde_json::to_string(&CatalogPageJson::from_page(total, &page)).map_err(outcomes::internal_protocol_error)
@@ -139,18 +151,15 @@ fn output_schema<T: rmcp::schemars::JsonSchema + 'static>() -> Arc<JsonObject> {
 }
 
 /// Who sends this request. Over HTTP the backend puts the authenticated [`Caller`] into the
-/// request's extensions; a request without one is read-only (fail closed). Without HTTP (stdio,
-/// in-process) the one local user has full scope.
-fn caller_of(context: &RequestContext<RoleServer>) -> Caller {
-    caller_in(&context.extensions)
-}
-
-fn caller_in(extensions: &rmcp::model::Extensions) -> Caller {
+/// request's extensions; a request without one is read-only (fail closed) and in the default
+/// catalog. Without HTTP (stdio, in-process) the one local user has full scope, in the
+/// process's `local` catalog (the stdio app's `--catalog`).
+fn caller_in(extensions: &rmcp::model::Extensions, local: &courses_domain::CatalogName) -> Caller {
     match extensions.get::<http::request::Parts>() {
         Some(parts) => {
             parts.extensions.get::<Caller>().cloned().unwrap_or_else(|| Caller::new(UNAUTHENTICATED, Scope::Read))
         }
-        None => Caller::stdio(),
+        None => Caller::stdio(local.clone()),
     }
 }
 
@@ -171,7 +180,7 @@ impl CursosServer {
         approval: Option<ApprovalReceipt>,
     ) -> Provenance {
         let arguments = serde_json::to_string(raw_arguments).unwrap_or_default();
-        let caller = caller_of(context);
+        let caller = self.caller_of(context);
         let mut evidence = evidence::of_request(context, self.surface_hash(&caller));
         if let Some(approval) = approval {
             evidence = evidence.with_approval(approval);
@@ -200,7 +209,7 @@ impl CursosServer {
         if !caller.scope().can_write() {
             tools.retain(|tool| !is_writing(tool));
         }
-        let policy = self.state.policy().for_catalog(catalog_of(caller));
+        let policy = self.state.policy().for_catalog(caller.catalog().as_str());
         tools.retain(|tool| policy.allows_tool(&tool.name));
         tools
     }
@@ -208,7 +217,7 @@ impl CursosServer {
     /// The prompts `caller` is offered (none the policy disabled), each with its content version
     /// in `_meta`.
     fn offered_prompts(&self, caller: &Caller) -> Vec<rmcp::model::Prompt> {
-        let policy = self.state.policy().for_catalog(catalog_of(caller));
+        let policy = self.state.policy().for_catalog(caller.catalog().as_str());
         let mut listed = self.routers.prompts.list_all();
         listed.retain(|prompt| policy.allows_prompt(&prompt.name));
         for prompt in &mut listed {
@@ -218,12 +227,6 @@ impl CursosServer {
         }
         listed
     }
-}
-
-/// The catalog (tenant) whose policy applies to `caller` (ADR 0036).
-fn catalog_of(_caller: &Caller) -> &str {
-    // tenants branch: caller.catalog()
-    crate::policy::DEFAULT_CATALOG
 }
 
 /// The name an HTTP request without an authenticated caller is treated under (read-only).
@@ -253,10 +256,10 @@ impl CursosServer {
     async fn create_course(&self, raw_arguments: JsonObject, context: RequestContext<RoleServer>) -> CallToolResult {
         let provenance = self.provenance(&context, "criar_curso", &raw_arguments, None);
         match arguments::create_course(&raw_arguments) {
-            Ok((new_course, None)) => outcomes::created(self.state.catalog.create(new_course, provenance).await),
-            Ok((new_course, Some(key))) => {
-                outcomes::created_idempotently(self.state.catalog.create_idempotent(new_course, key, provenance).await)
-            }
+            Ok((new_course, None)) => outcomes::created(self.catalog_of(&context).create(new_course, provenance).await),
+            Ok((new_course, Some(key))) => outcomes::created_idempotently(
+                self.catalog_of(&context).create_idempotent(new_course, key, provenance).await,
+            ),
             Err(errors) => outcomes::refused(&errors.message()),
         }
     }
@@ -275,7 +278,9 @@ impl CursosServer {
         let provenance = self.provenance(&context, "atualizar_curso", &raw_arguments, None);
         match arguments::update_course(&raw_arguments) {
             Ok(request) => outcomes::updated(
-                self.state.catalog.update_if(request.id, request.changes, request.expected_version, provenance).await,
+                self.catalog_of(&context)
+                    .update_if(request.id, request.changes, request.expected_version, provenance)
+                    .await,
             ),
             Err(errors) => outcomes::refused(&errors.message()),
         }
@@ -304,7 +309,8 @@ impl CursosServer {
             Err(errors) => return outcomes::refused(&errors.message()).into(),
         };
         // Refusals and no-ops need no confirmation: only a real archiving is asked about.
-        let course = match self.state.catalog.get(id).await {
+        let catalog = self.catalog_of(&context);
+        let course = match catalog.get(id).await {
             Ok(course) => course,
             Err(GetCourseError::NotFound { id }) => {
                 return outcomes::archived(Err(ArchiveCourseError::NotFound { id })).into();
@@ -314,10 +320,10 @@ impl CursosServer {
         let stale = expected_version.is_some_and(|expected| expected != course.version());
         if course.is_archived() || stale {
             // A no-op or a refusal: nothing is written, so no evidence is computed.
-            let provenance = Provenance::new(caller_of(&context).name(), "arquivar_curso", "");
-            return outcomes::archived(self.state.catalog.archive_if(id, expected_version, provenance).await).into();
+            let provenance = Provenance::new(self.caller_of(&context).name(), "arquivar_curso", "");
+            return outcomes::archived(catalog.archive_if(id, expected_version, provenance).await).into();
         }
-        let caller = caller_of(&context);
+        let caller = self.caller_of(&context);
         let answer = confirmation::Answer { responses, request_state };
         let shown_version = match confirmation::confirm_archive(
             &self.state.options,
@@ -336,9 +342,9 @@ impl CursosServer {
         let (shown_version, receipt) = shown_version;
         let provenance = self.provenance(&context, "arquivar_curso", &raw_arguments, Some(receipt));
         // Only the version the user was shown is archived: a change since refuses.
-        let outcome = self.state.catalog.archive_if(id, Some(shown_version), provenance).await;
+        let outcome = catalog.archive_if(id, Some(shown_version), provenance).await;
         if let Err(ArchiveCourseError::StaleVersion { .. }) = outcome {
-            let current = self.state.catalog.get(id).await.ok();
+            let current = catalog.get(id).await.ok();
             return outcomes::changed_since_confirmation(&course, current.as_ref()).into();
         }
         outcomes::archived(outcome).into()
@@ -354,12 +360,12 @@ impl CursosServer {
         output_schema = output_schema::<CatalogPageJson>(),
         annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
     )]
-    async fn list_courses(&self, raw_arguments: JsonObject) -> CallToolResult {
+    async fn list_courses(&self, raw_arguments: JsonObject, context: RequestContext<RoleServer>) -> CallToolResult {
         let after = match arguments::list_courses(&raw_arguments) {
             Ok(after) => after,
             Err(errors) => return outcomes::refused(&errors.message()),
         };
-        match self.catalog_page_json(after).await {
+        match Self::catalog_page_json(&self.catalog_of(&context), after).await {
             Ok(json) => outcomes::read_only(&json),
             Err(_) => outcomes::refused(outcomes::INTERNAL_TOOL_ERROR),
         }
@@ -374,9 +380,9 @@ impl CursosServer {
         output_schema = output_schema::<CourseJson>(),
         annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
     )]
-    async fn read_course(&self, raw_arguments: JsonObject) -> CallToolResult {
+    async fn read_course(&self, raw_arguments: JsonObject, context: RequestContext<RoleServer>) -> CallToolResult {
         match arguments::read_course(&raw_arguments) {
-            Ok(id) => outcomes::read_course(self.state.catalog.get(id).await),
+            Ok(id) => outcomes::read_course(self.catalog_of(&context).get(id).await),
             Err(errors) => outcomes::refused(&errors.message()),
         }
     }
@@ -471,14 +477,14 @@ impl ServerHandler for CursosServer {
         request: rmcp::model::CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::CallToolResponse, McpError> {
-        let caller = caller_of(&context);
+        let caller = self.caller_of(&context);
         let Some(tool) = self.routers.tools.get(&request.name) else {
             return Err(outcomes::unknown_tool(&request.name, self.state.options.resource_tools));
         };
         if !caller.scope().can_write() && is_writing(tool) {
             return Err(outcomes::scope_refused(&request.name, &caller));
         }
-        let policy = self.state.policy().for_catalog(catalog_of(&caller));
+        let policy = self.state.policy().for_catalog(caller.catalog().as_str());
         if !policy.allows_tool(&request.name) {
             return Err(outcomes::tool_disabled(&request.name, policy.is_read_only()));
         }
@@ -491,7 +497,7 @@ impl ServerHandler for CursosServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let mut result = ListToolsResult::with_all_items(self.offered_tools(&caller_of(&context)));
+        let mut result = ListToolsResult::with_all_items(self.offered_tools(&self.caller_of(&context)));
         if is_modern(&context) {
             // The listing depends on the caller's key: never shared between callers.
             result.ttl_ms = Some(STATIC_LIST_TTL_MS);
@@ -516,8 +522,7 @@ impl ServerHandler for CursosServer {
             })?),
         };
         let page = self
-            .state
-            .catalog
+            .catalog_of(&context)
             .active_page(cursor, PageSize::default())
             .await
             .map_err(outcomes::internal_protocol_error)?;
@@ -530,8 +535,9 @@ impl ServerHandler for CursosServer {
         result.next_cursor = page.next.map(|next| next.to_token());
         if is_modern(&context) {
             // The catalog changes whenever a tool runs: always revalidate (subscribe to hear of changes).
+            // Private: the answer is the caller's catalog's (ADR 0035), never to be shared.
             result.ttl_ms = Some(0);
-            result.cache_scope = Some(CacheScope::Public);
+            result.cache_scope = Some(CacheScope::Private);
         }
         Ok(result)
     }
@@ -554,7 +560,7 @@ impl ServerHandler for CursosServer {
         request: rmcp::model::GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetPromptResponse, McpError> {
-        if !self.state.policy().allows_prompt(catalog_of(&caller_of(&context)), &request.name) {
+        if !self.state.policy().allows_prompt(self.caller_of(&context).catalog().as_str(), &request.name) {
             return Err(outcomes::prompt_disabled(&request.name));
         }
         let prompt_context =
@@ -567,7 +573,7 @@ impl ServerHandler for CursosServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
-        let mut result = ListPromptsResult::with_all_items(self.offered_prompts(&caller_of(&context)));
+        let mut result = ListPromptsResult::with_all_items(self.offered_prompts(&self.caller_of(&context)));
         if is_modern(&context) {
             result.ttl_ms = Some(STATIC_LIST_TTL_MS);
             // The listing depends on the policy of the caller's catalog.
@@ -582,18 +588,16 @@ impl ServerHandler for CursosServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
         let uri = request.uri;
+        let catalog = self.catalog_of(&context);
         let json = match ResourceUri::parse(&uri) {
             None => return Err(outcomes::resource_not_found(&uri)),
             Some(ResourceUri::Course(id)) => {
-                let course =
-                    self.state.catalog.get(id).await.map_err(|error| outcomes::course_read_error(error, &uri))?;
+                let course = catalog.get(id).await.map_err(|error| outcomes::course_read_error(error, &uri))?;
                 serde_json::to_string(&CourseJson::from_course(&course)).map_err(outcomes::internal_protocol_error)?
             }
-            Some(ResourceUri::Catalog(after)) => self.catalog_page_json(after).await?,
+            Some(ResourceUri::Catalog(after)) => Self::catalog_page_json(&catalog, after).await?,
             Some(ResourceUri::History(id, after)) => {
-                let page = self
-                    .state
-                    .catalog
+                let page = catalog
                     .history(id, after, PageSize::default())
                     .await
                     .map_err(|error| outcomes::course_read_error(error, &uri))?;
@@ -603,8 +607,9 @@ impl ServerHandler for CursosServer {
         };
         let mut result = ReadResourceResult::new(vec![ResourceContents::text(json, uri).with_mime_type(JSON)]);
         if is_modern(&context) {
+            // Private: the same URI reads differently, or not at all, in another catalog (ADR 0035).
             result.ttl_ms = Some(0);
-            result.cache_scope = Some(CacheScope::Public);
+            result.cache_scope = Some(CacheScope::Private);
         }
         Ok(result.into())
     }
@@ -614,15 +619,18 @@ impl ServerHandler for CursosServer {
         request: CompleteRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, McpError> {
-        let policy = self.state.policy().for_catalog(catalog_of(&caller_of(&context)));
+        let policy = self.state.policy().for_catalog(self.caller_of(&context).catalog().as_str());
         let typed = request.argument.value.as_str();
         let completion = match (&request.r#ref, request.argument.name.as_str()) {
             (Reference::Resource(template), "uuid")
                 if template.uri == uris::COURSE_TEMPLATE || template.uri == uris::HISTORY_TEMPLATE =>
             {
                 let limit = CompletionInfo::MAX_VALUES;
-                let courses =
-                    self.state.catalog.suggest(typed, limit + 1).await.map_err(outcomes::internal_protocol_error)?;
+                let courses = self
+                    .catalog_of(&context)
+                    .suggest(typed, limit + 1)
+                    .await
+                    .map_err(outcomes::internal_protocol_error)?;
                 let has_more = courses.len() > limit;
                 let values = courses.iter().take(limit).map(|course| course.id().to_string()).collect();
                 CompletionInfo::with_pagination(values, None, has_more)
@@ -659,11 +667,11 @@ impl ServerHandler for CursosServer {
         if ResourceUri::parse(&request.uri).is_none() {
             return Err(outcomes::resource_not_found(&request.uri));
         }
-        let caller = caller_of(&context);
+        let caller = self.caller_of(&context);
         let http_session = http_session_in(&context.extensions);
         self.state
             .hub
-            .subscribe(self.session, context.peer, caller.name(), http_session, &request.uri)
+            .subscribe(self.session, context.peer, &caller, http_session, &request.uri)
             .map_err(|refusal| live_update_refusal(refusal, "resources/subscribe"))
     }
 
@@ -697,9 +705,9 @@ impl ServerHandler for CursosServer {
         let accepted = context.accepted();
         let resources = accepted.resource_subscriptions.clone().unwrap_or_default();
         let list_changed = accepted.resources_list_changed == Some(true);
-        let caller = caller_in(&context.request_context().extensions);
+        let caller = caller_in(&context.request_context().extensions, &self.state.local_catalog);
         let ticket = hub
-            .admit_stream(caller.name(), &resources, list_changed)
+            .admit_stream(&caller, &resources, list_changed)
             .map_err(|refusal| live_update_refusal(refusal, "subscriptions/listen"))?;
         let sink = context.sink().clone();
         // End with the request, or when the process shuts down (stdin closed, SIGTERM): rmcp waits
@@ -727,9 +735,9 @@ impl ServerHandler for CursosServer {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        let caller = caller_in(&context.extensions);
+        let caller = caller_in(&context.extensions, &self.state.local_catalog);
         let http_session = http_session_in(&context.extensions);
-        self.state.hub.session_opened(self.session, context.peer, caller.name(), http_session);
+        self.state.hub.session_opened(self.session, context.peer, &caller, http_session);
     }
 }
 

@@ -2,7 +2,7 @@
 
 use std::sync::{Arc, RwLock};
 
-use courses_domain::Catalog;
+use courses_domain::{Catalog, CatalogName};
 use tokio_util::sync::CancellationToken;
 
 use crate::confirmation::{ConfirmationSeal, ConfirmationSecretTooShort};
@@ -62,7 +62,11 @@ impl UnconfirmedArchive {
 /// connection (cheap to clone).
 #[derive(Debug, Clone)]
 pub struct ServerState {
-    pub(crate) catalog: Catalog,
+    /// Every catalog of the store, observed by the hub. Private on purpose: the server reaches a
+    /// catalog only through [`ServerState::catalog_of`], scoped to the caller (ADR 0035).
+    catalogs: Catalog,
+    /// The catalog of a caller without HTTP (the stdio app's `--catalog`).
+    pub(crate) local_catalog: CatalogName,
     pub(crate) hub: Arc<SubscriptionHub>,
     pub(crate) options: ServerOptions,
     pub(crate) shutdown: CancellationToken,
@@ -85,7 +89,8 @@ impl ServerState {
         let hub = Arc::new(SubscriptionHub::new(limits));
         let catalog = catalog.with_observer(Arc::new(HubObserver(Arc::clone(&hub))));
         Self {
-            catalog,
+            catalogs: catalog,
+            local_catalog: CatalogName::default_catalog(),
             hub,
             options,
             shutdown: CancellationToken::new(),
@@ -113,10 +118,21 @@ impl ServerState {
     pub fn set_policy(&self, policy: Policy) -> ListsChanged {
         let mut current = self.policy.write().unwrap_or_else(std::sync::PoisonError::into_inner);
         let changed = current.lists_changed(&policy);
-        *current = Arc::new(policy);
+        let previous = std::mem::replace(&mut *current, Arc::new(policy));
+        let next = Arc::clone(&current);
         drop(current);
-        self.hub.announce_lists(changed);
+        if changed != ListsChanged::default() {
+            self.hub.announce_lists(|catalog| previous.lists_changed_for(&next, catalog.as_str()));
+        }
         changed
+    }
+
+    /// Callers without HTTP (the stdio app's single user, in-process clients) are in `catalog`
+    /// instead of the default one.
+    #[must_use]
+    pub fn with_local_catalog(mut self, catalog: CatalogName) -> Self {
+        self.local_catalog = catalog;
+        self
     }
 
     /// Seals archiving confirmations with `secret` instead of this process's random one, so a
@@ -160,8 +176,9 @@ impl ServerState {
     /// Tells this process's subscribers that course `id` changed in another process sharing the
     /// database (a replica), as if the change had been made here; `list_changed` when the set of
     /// active courses or a title changed. Call it from the runtime (it spawns the deliveries).
-    pub fn announce_remote_change(&self, id: courses_domain::CourseId, list_changed: bool) {
-        crate::hub::announce_remote(&self.hub, id, list_changed);
+    /// Only the listeners of `catalog` hear of it (ADR 0035).
+    pub fn announce_remote_change(&self, catalog: &CatalogName, id: courses_domain::CourseId, list_changed: bool) {
+        crate::hub::announce_remote(&self.hub, catalog, id, list_changed);
     }
 
     /// Follows the changes other processes commit to the same database (replicas on PostgreSQL,
@@ -172,15 +189,23 @@ impl ServerState {
     pub fn follow_other_processes(&self) -> Option<courses_domain::ChangeFollower> {
         let state = self.clone();
         let runtime = tokio::runtime::Handle::current();
-        self.catalog.follow_changes(move |change| {
+        self.catalogs.follow_changes(move |change| {
             let _entered = runtime.enter();
-            state.announce_remote_change(change.course_id, change.changes_listing);
+            state.announce_remote_change(&change.catalog, change.course_id, change.changes_listing);
         })
     }
 
-    /// The catalog, observed by the hub: writes made through it notify subscribers.
+    /// The default catalog ([`CatalogName::default_catalog`]), observed by the hub: writes made
+    /// through it notify its subscribers. For the apps' probes, metrics and tests; requests use
+    /// [`ServerState::catalog_of`].
     #[must_use]
     pub fn catalog(&self) -> &Catalog {
-        &self.catalog
+        &self.catalogs
+    }
+
+    /// The catalog `caller` is in, observed by the hub: the only catalog a request reaches.
+    #[must_use]
+    pub fn catalog_of(&self, caller: &crate::Caller) -> Catalog {
+        self.catalogs.scoped(caller.catalog())
     }
 }

@@ -1302,12 +1302,12 @@ async fn a_change_announced_by_another_process_reaches_this_process_s_subscriber
         .expect("subscribe");
     listener.subscribe(rmcp::model::SubscribeRequestParams::new("cursos://catalogo")).await.expect("subscribe");
 
-    replica.announce_remote_change(id, false);
+    replica.announce_remote_change(&courses_domain::CatalogName::default_catalog(), id, false);
     assert_eq!(
         notices(&mut received, 2).await,
         sorted(&["updated cursos://catalogo", &format!("updated {course_uri}/historico")])
     );
-    replica.announce_remote_change(id, true);
+    replica.announce_remote_change(&courses_domain::CatalogName::default_catalog(), id, true);
     assert_eq!(
         notices(&mut received, 3).await,
         sorted(&["list_changed", "updated cursos://catalogo", &format!("updated {course_uri}/historico")])
@@ -1555,7 +1555,68 @@ async fn streams_and_subscriptions_beyond_the_caller_and_process_caps_are_refuse
     }
 }
 
-#[path = "contract/policy.rs"]
-mod policy;
 #[path = "contract/evidence.rs"]
 mod evidence;
+#[path = "contract/policy.rs"]
+mod policy;
+/// Two tenants (ADR 0035) on one store: a server whose local caller is in catalog `verde` sees
+/// nothing of catalog `azul`'s courses, even by their ids, on both eras, and changes none of them.
+#[tokio::test]
+async fn a_caller_of_one_catalog_reaches_nothing_of_another_on_both_eras() {
+    use courses_domain::CatalogName;
+    let (catalog, _database) = open_catalog();
+    let azul = ServerState::new(catalog.clone(), ServerOptions::default())
+        .with_local_catalog(CatalogName::parse("azul").expect("name"));
+    let verde = ServerState::new(catalog, ServerOptions::default())
+        .with_local_catalog(CatalogName::parse("verde").expect("name"));
+    for era in ERAS {
+        let owner = attach(Answering::CONFIRMS, &azul, era).await;
+        let stranger = attach(Answering::CONFIRMS, &verde, era).await;
+        let title = format!("Rust {era:?}");
+        let created =
+            call_as(&owner, "criar_curso", json!({"titulo": title, "cargaHoraria": 10, "chaveIdempotencia": title}))
+                .await;
+        let course = created.structured_content.expect("course");
+        let id = course["id"].as_str().expect("id").to_owned();
+        for uri in [format!("cursos://{id}"), format!("cursos://{id}/historico")] {
+            let refused = stranger.read_resource(ReadResourceRequestParams::new(uri.clone())).await;
+            let Err(ServiceError::McpError(error)) = refused else { panic!("{uri} was answered: {refused:?}") };
+            let unknown = format!("cursos://{}", courses_domain::CourseId::generate());
+            let Err(ServiceError::McpError(unknown_error)) =
+                stranger.read_resource(ReadResourceRequestParams::new(unknown)).await
+            else {
+                panic!("an unknown id was answered")
+            };
+            assert_eq!(error.code, unknown_error.code, "the same answer as for an id that does not exist");
+        }
+        let listing = stranger.list_resources(None).await.expect("resources/list");
+        assert!(!serde_json::to_string(&listing).expect("json").contains(&id), "{era:?}");
+        let updated = call_as(&stranger, "atualizar_curso", json!({"id": id, "titulo": "Tomado"})).await;
+        assert_eq!(updated.is_error, Some(true));
+        let archived = call_as(&stranger, "arquivar_curso", json!({"id": id})).await;
+        assert_eq!(archived.is_error, Some(true));
+        // The same title and idempotency key in the other catalog make another course.
+        let other =
+            call_as(&stranger, "criar_curso", json!({"titulo": title, "cargaHoraria": 10, "chaveIdempotencia": title}))
+                .await;
+        assert_eq!(other.is_error, Some(false), "{other:?}");
+        assert_ne!(other.structured_content.expect("course")["id"], course["id"]);
+        let complete = rmcp::model::CompleteRequestParams::new(
+            rmcp::model::Reference::for_resource("cursos://{uuid}"),
+            rmcp::model::ArgumentInfo::new("uuid", &id[..8]),
+        );
+        let offered = stranger.complete(complete).await.expect("complete").completion.values;
+        assert!(!offered.contains(&id), "{era:?}");
+        // The owner's course is as it was.
+        let result = owner.read_resource(ReadResourceRequestParams::new(format!("cursos://{id}"))).await.expect("read");
+        let text =
+            serde_json::to_value(&result).expect("json")["contents"][0]["text"].as_str().expect("text").to_owned();
+        let read: Value = serde_json::from_str(&text).expect("json");
+        assert_eq!(
+            (read["titulo"].as_str(), read["versao"].as_u64(), read["arquivado"].as_bool()),
+            (Some(title.as_str()), Some(1), Some(false))
+        );
+        owner.cancel().await.expect("close");
+        stranger.cancel().await.expect("close");
+    }
+}
