@@ -740,6 +740,29 @@ mod tests {
     }
 
     #[test]
+    fn a_policy_change_of_one_catalog_reaches_only_its_listeners() {
+        let hub = Arc::new(SubscriptionHub::new(LiveUpdateLimits::default()));
+        let azul = CatalogName::parse("azul").expect("name");
+        let verde = CatalogName::parse("verde").expect("name");
+        let listen = |name: &str, catalog: &CatalogName| {
+            hub.stream_accepted();
+            let caller = Caller::new(name, crate::Scope::Read).in_catalog(catalog.clone());
+            hub.admit_stream(&caller, &[], false).expect("admitted")
+        };
+        let (of_azul, of_verde) = (listen("chave-azul", &azul), listen("chave-verde", &verde));
+        let before = crate::Policy::default();
+        let after = crate::Policy::parse("catalogo azul desativar ferramenta criar_curso").expect("valid");
+        hub.announce_lists(|catalog| before.lists_changed_for(&after, catalog.as_str()));
+        let batch = of_azul.mailbox().take().expect("azul's tools changed");
+        assert_eq!(batch.lists, ListsChanged { tools: true, prompts: false });
+        assert!(of_verde.mailbox().take().is_none(), "verde's lists did not change: no notice");
+        let global = crate::Policy::parse("desativar prompt criar-curso").expect("valid");
+        hub.announce_lists(|catalog| after.lists_changed_for(&global, catalog.as_str()));
+        assert_eq!(of_azul.mailbox().take().expect("azul").lists, ListsChanged { tools: true, prompts: true });
+        assert_eq!(of_verde.mailbox().take().expect("verde").lists, ListsChanged { tools: false, prompts: true });
+    }
+
+    #[test]
     fn a_uri_already_waiting_in_a_mailbox_is_not_queued_twice() {
         let mailbox = Mailbox::default();
         let uri: Arc<str> = Arc::from("cursos://catalogo");

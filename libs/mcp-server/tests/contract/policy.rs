@@ -282,3 +282,43 @@ async fn a_policy_file_edited_while_running_is_followed_and_a_bad_edit_keeps_the
         "line 1: unknown tool \"apagar_curso\": the tools are criar_curso, atualizar_curso, arquivar_curso, listar_cursos, ler_curso"
     );
 }
+
+/// A rule after `catalogo <nome>` applies to the callers of that catalog only (ADR 0035, 0036):
+/// two servers on one store, one per catalog, under the same policy.
+#[tokio::test]
+async fn a_catalogs_rule_applies_to_its_callers_and_not_to_another_catalogs() {
+    use courses_domain::CatalogName;
+    let (catalog, _database) = open_catalog();
+    let rule = "catalogo azul desativar ferramenta criar_curso\n";
+    let azul = ServerState::new(catalog.clone(), ServerOptions::default())
+        .with_local_catalog(CatalogName::parse("azul").expect("name"))
+        .with_policy(policy(rule));
+    let verde = ServerState::new(catalog, ServerOptions::default())
+        .with_local_catalog(CatalogName::parse("verde").expect("name"))
+        .with_policy(policy(rule));
+    for era in ERAS {
+        let of_azul = attach(Answering::CONFIRMS, &azul, era).await;
+        let of_verde = attach(Answering::CONFIRMS, &verde, era).await;
+        let names =
+            |tools: Vec<rmcp::model::Tool>| tools.into_iter().map(|tool| tool.name.to_string()).collect::<Vec<_>>();
+        let azul_tools = names(of_azul.list_all_tools().await.expect("tools/list"));
+        assert!(!azul_tools.contains(&"criar_curso".to_owned()), "{era:?}: {azul_tools:?}");
+        let verde_tools = names(of_verde.list_all_tools().await.expect("tools/list"));
+        assert!(verde_tools.contains(&"criar_curso".to_owned()), "{era:?}: {verde_tools:?}");
+
+        let title = format!("Rust {era:?}");
+        let arguments = json!({"titulo": title, "cargaHoraria": 10});
+        let refused = of_azul
+            .call_tool(
+                CallToolRequestParams::new("criar_curso")
+                    .with_arguments(arguments.as_object().cloned().expect("object")),
+            )
+            .await;
+        let Err(ServiceError::McpError(error)) = refused else { panic!("azul's call was answered: {refused:?}") };
+        assert!(error.message.contains("desativada pelo operador"), "{}", error.message);
+        let created = call_as(&of_verde, "criar_curso", arguments).await;
+        assert_eq!(created.is_error, Some(false), "{created:?}");
+        of_azul.cancel().await.expect("close");
+        of_verde.cancel().await.expect("close");
+    }
+}
