@@ -10,39 +10,50 @@
 
 use std::time::Duration;
 
-use axum::body::Body;
-use axum::extract::Request;
-use axum::http::{Method, StatusCode, header};
-use axum::middleware::Next;
+use axum::body::{Body, Bytes};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use rmcp::model::{ClientJsonRpcMessage, ClientRequest};
 use serde_json::{Value, json};
 
 use crate::MAX_REQUEST_BODY_BYTES;
+use crate::metrics::RequestLabel;
 
 /// How long a client may take to send a request body once its head has arrived (408 after it).
 pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Marks a request that opens an MCP session: a 2025-era `initialize` sent without
-/// `Mcp-Session-Id`.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct OpensSession;
+/// A `/mcp` request's body, read once for every check of the gate (ADR 0038).
+#[derive(Debug)]
+pub(crate) struct CheckedBody {
+    /// The whole body (at most [`MAX_REQUEST_BODY_BYTES`]).
+    pub(crate) bytes: Bytes,
+    /// A 2025-era `initialize` sent without `Mcp-Session-Id`: it opens an MCP session.
+    pub(crate) opens_session: bool,
+    /// The request's label, when the check already read it (a plain `resources/read`).
+    pub(crate) label: Option<RequestLabel>,
+}
 
-/// Axum middleware for `/mcp`, after authentication: refuses a body that is not a JSON-RPC
-/// message with a JSON-RPC error, and marks an `initialize` with [`OpensSession`].
-pub(crate) async fn check_jsonrpc_body(request: Request, next: Next) -> Response {
-    if request.method() != Method::POST || !declares_json(&request) {
-        return next.run(request).await;
+/// Reads a `/mcp` request's body once (ADR 0038). A `POST` declared `application/json` is read
+/// within [`BODY_READ_TIMEOUT`] (408 after it) and refused with a JSON-RPC error when it is not a
+/// JSON-RPC message; any other body is read as it comes and left to rmcp. 413 over
+/// [`MAX_REQUEST_BODY_BYTES`].
+pub(crate) async fn read_and_check(parts: &Parts, body: Body) -> Result<CheckedBody, Response> {
+    if parts.method != Method::POST || !declares_json(&parts.headers) {
+        return match axum::body::to_bytes(body, MAX_REQUEST_BODY_BYTES).await {
+            Ok(bytes) => Ok(CheckedBody { bytes, opens_session: false, label: None }),
+            Err(_) => Err(payload_too_large()),
+        };
     }
-    let (mut parts, body) = request.into_parts();
     let bytes = match tokio::time::timeout(BODY_READ_TIMEOUT, axum::body::to_bytes(body, MAX_REQUEST_BODY_BYTES)).await
     {
         Ok(Ok(bytes)) => bytes,
-        Ok(Err(_)) => return payload_too_large(),
-        Err(_) => return body_timeout(),
+        Ok(Err(_)) => return Err(payload_too_large()),
+        Err(_) => return Err(body_timeout()),
     };
-    if is_plain_resource_read(&bytes) {
-        return next.run(Request::from_parts(parts, Body::from(bytes))).await;
+    if let Some(uri) = plain_resource_read(&bytes) {
+        let label = RequestLabel::resource_read(&uri);
+        return Ok(CheckedBody { bytes, opens_session: false, label: Some(label) });
     }
     match serde_json::from_slice::<ClientJsonRpcMessage>(&bytes) {
         Ok(message) => {
@@ -50,12 +61,10 @@ pub(crate) async fn check_jsonrpc_body(request: Request, next: Next) -> Response
                 &message,
                 ClientJsonRpcMessage::Request(request) if matches!(request.request, ClientRequest::InitializeRequest(_))
             );
-            if initialize && !parts.headers.contains_key("mcp-session-id") {
-                parts.extensions.insert(OpensSession);
-            }
-            next.run(Request::from_parts(parts, Body::from(bytes))).await
+            let opens_session = initialize && !parts.headers.contains_key("mcp-session-id");
+            Ok(CheckedBody { bytes, opens_session, label: None })
         }
-        Err(error) => refuse(&error, &bytes),
+        Err(error) => Err(refuse(&error, &bytes)),
     }
 }
 
@@ -64,8 +73,9 @@ pub(crate) async fn check_jsonrpc_body(request: Request, next: Next) -> Response
 /// 4% of the backend's CPU when it serves reads, bench/RESULTS.md). Every field is read with the
 /// type rmcp reads it with (`jsonrpc`, `id`) or a stricter one (`params` has only a string `uri`,
 /// no other field anywhere), so a body accepted here is one rmcp accepts: the refusal and the
-/// `initialize` mark below are skipped only for bodies that would get neither.
-fn is_plain_resource_read(bytes: &[u8]) -> bool {
+/// `initialize` mark are skipped only for bodies that would get neither. Returns its `uri`, from
+/// which the request's label is made without reading the body a third time.
+fn plain_resource_read(bytes: &[u8]) -> Option<std::borrow::Cow<'_, str>> {
     #[derive(serde::Deserialize)]
     #[serde(deny_unknown_fields)]
     struct PlainRead<'a> {
@@ -75,22 +85,24 @@ fn is_plain_resource_read(bytes: &[u8]) -> bool {
         _id: rmcp::model::RequestId,
         #[serde(borrow)]
         method: std::borrow::Cow<'a, str>,
-        #[serde(rename = "params")]
-        _params: PlainReadParams<'a>,
+        #[serde(borrow)]
+        params: PlainReadParams<'a>,
     }
     #[derive(serde::Deserialize)]
     #[serde(deny_unknown_fields)]
     struct PlainReadParams<'a> {
-        #[serde(borrow, rename = "uri")]
-        _uri: std::borrow::Cow<'a, str>,
+        #[serde(borrow)]
+        uri: std::borrow::Cow<'a, str>,
     }
-    serde_json::from_slice::<PlainRead<'_>>(bytes).is_ok_and(|read| read.method == "resources/read")
+    serde_json::from_slice::<PlainRead<'_>>(bytes)
+        .ok()
+        .filter(|read| read.method == "resources/read")
+        .map(|read| read.params.uri)
 }
 
 /// `Content-Type: application/json` (with or without parameters), as rmcp requires.
-fn declares_json(request: &Request) -> bool {
-    request
-        .headers()
+fn declares_json(headers: &HeaderMap) -> bool {
+    headers
         .get(header::CONTENT_TYPE)
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.split(';').next())
@@ -173,7 +185,8 @@ mod tests {
             br#"{"jsonrpc":"2.0","id":1.0,"method":"resources/read","params":{"uri":""}}"#,
         ];
         for body in plain {
-            assert!(is_plain_resource_read(body), "{}", String::from_utf8_lossy(body));
+            let uri = plain_resource_read(body).expect("a plain read");
+            assert_eq!(RequestLabel::resource_read(&uri), RequestLabel::of(&Method::POST, body));
             let message = serde_json::from_slice::<ClientJsonRpcMessage>(body).expect("rmcp reads it");
             assert!(
                 matches!(&message, ClientJsonRpcMessage::Request(request)
@@ -195,7 +208,7 @@ mod tests {
             br#"{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"\ud800"}}"#,
         ];
         for body in not_plain {
-            assert!(!is_plain_resource_read(body), "{}", String::from_utf8_lossy(body));
+            assert!(plain_resource_read(body).is_none(), "{}", String::from_utf8_lossy(body));
         }
     }
 

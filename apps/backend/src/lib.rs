@@ -109,11 +109,14 @@ pub enum Access {
     NoAuth,
 }
 
-/// What the `/mcp` gate needs: who may call, and how often.
+/// What the `/mcp` gate needs: who may call, how often, how many sessions each key may hold
+/// (stateful mode), and where requests are counted.
 #[derive(Debug)]
 struct Gate {
     access: Access,
     rate_limit: Option<RateLimit>,
+    session_cap: Option<Arc<session_cap::SessionCap>>,
+    metrics: Option<Arc<Metrics>>,
 }
 
 /// What `/health`, `/ready` and `/metrics` report.
@@ -162,22 +165,18 @@ pub fn app(state: ServerState, config: AppConfig, shutdown: CancellationToken) -
         let service = StreamableHttpService::new(factory, Arc::new(NeverSessionManager::default()), mcp_config);
         (Router::new().nest_service("/mcp", service), None)
     };
-    let gate = Gate { access: config.access, rate_limit: config.rate_limit.map(RateLimit::per_minute) };
     let metrics = config.metrics.then(|| Arc::new(Metrics::default()));
-    // Innermost: what the timer and the log see is what the client gets.
-    let mcp_routes = mcp_routes.route_layer(middleware::from_fn(session_end_without_content));
-    // Observed inside the gate: only authenticated requests have their body read for a label.
-    let mcp_routes = mcp_routes.route_layer(middleware::from_fn_with_state(metrics.clone(), observe_mcp_request));
-    let mcp_routes = match &sessions {
-        Some(manager) => {
-            let cap = session_cap::SessionCap::new(Arc::clone(manager), config.max_sessions_per_key);
-            mcp_routes.route_layer(middleware::from_fn_with_state(Arc::new(cap), session_cap::limit_sessions_per_key))
-        }
-        None => mcp_routes,
+    let session_cap = sessions
+        .as_ref()
+        .map(|manager| Arc::new(session_cap::SessionCap::new(Arc::clone(manager), config.max_sessions_per_key)));
+    let gate = Gate {
+        access: config.access,
+        rate_limit: config.rate_limit.map(RateLimit::per_minute),
+        session_cap,
+        metrics: metrics.clone(),
     };
-    // Layers run from the last added: the key, then the body, then the session cap.
-    let mcp_routes = mcp_routes.route_layer(middleware::from_fn(jsonrpc_body::check_jsonrpc_body));
-    let mcp_routes = mcp_routes.route_layer(middleware::from_fn_with_state(Arc::new(gate), authenticate));
+    // One middleware for every check of `/mcp`, in order (ADR 0038).
+    let mcp_routes = mcp_routes.route_layer(middleware::from_fn_with_state(Arc::new(gate), mcp_gate));
     let health = Health { state, sessions, metrics: metrics.clone() };
     let mut router = Router::new().route("/health", get(liveness)).route("/ready", get(readiness));
     if metrics.is_some() {
@@ -225,9 +224,7 @@ fn cors(guard: Arc<guard::RequestGuard>) -> tower_http::cors::CorsLayer {
 
 /// `DELETE /mcp` that closed a session: rmcp answers 202, clients expect 200 or 204 (the Python
 /// SDKs log "Session termination failed: 202" otherwise; ADR 0029). Answered 204 No Content.
-async fn session_end_without_content(request: Request, next: Next) -> Response {
-    let is_delete = request.method() == axum::http::Method::DELETE;
-    let response = next.run(request).await;
+fn session_end_without_content(is_delete: bool, response: Response) -> Response {
     if is_delete && response.status() == StatusCode::ACCEPTED {
         let (mut parts, _body) = response.into_parts();
         parts.status = StatusCode::NO_CONTENT;
@@ -375,18 +372,44 @@ async fn count_response(State(metrics): State<Arc<Metrics>>, request: Request, n
     response
 }
 
-/// Labels an authenticated `/mcp` request by its JSON-RPC method (and tool, prompt or resource),
-/// and observes it until its response body has been sent (for SSE, until the stream ends): one
-/// log event per request, and the metrics when they are on.
-async fn observe_mcp_request(State(metrics): State<Option<Arc<Metrics>>>, request: Request, next: Next) -> Response {
-    let (parts, body) = request.into_parts();
-    let Ok(bytes) = axum::body::to_bytes(body, MAX_REQUEST_BODY_BYTES).await else {
-        return jsonrpc_body::payload_too_large();
+/// The `/mcp` gate, one middleware (ADR 0038), in this order:
+/// 1. the key ([`Gate::authenticate`]: 400, 401, 429);
+/// 2. the body, read once ([`jsonrpc_body::read_and_check`]: 400 with a JSON-RPC error when it is
+///    not JSON-RPC, 408, 413);
+/// 3. the key's open sessions, for an `initialize` that opens one (429 over the cap);
+/// 4. the observer: the request is labelled by its JSON-RPC method (and tool, prompt or resource)
+///    and observed until its response body has been sent (for SSE, until the stream ends): one
+///    `mcp request` log event per request, and the metrics when they are on;
+/// 5. a `DELETE` that closed a session is answered 204 ([`session_end_without_content`]).
+///
+/// The request reaches rmcp carrying its [`Caller`] in its extensions.
+async fn mcp_gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> Response {
+    let caller = match gate.authenticate(&request) {
+        Ok(caller) => caller,
+        Err(refusal) => return refusal,
     };
-    let caller = parts.extensions.get::<Caller>().map(|caller| caller.name().to_owned());
-    let mut timer = RequestTimer::start(metrics, RequestLabel::of(&parts.method, &bytes), caller);
-    let response = next.run(Request::from_parts(parts, axum::body::Body::from(bytes))).await;
+    let (mut parts, body) = request.into_parts();
+    let checked = match jsonrpc_body::read_and_check(&parts, body).await {
+        Ok(checked) => checked,
+        Err(refusal) => return refusal,
+    };
+    let reservation = match &gate.session_cap {
+        Some(cap) if checked.opens_session => match cap.admit(&caller).await {
+            Ok(reservation) => Some(reservation),
+            Err(refusal) => return refusal,
+        },
+        _ => None,
+    };
+    let label = checked.label.unwrap_or_else(|| RequestLabel::of(&parts.method, &checked.bytes));
+    let mut timer = RequestTimer::start(gate.metrics.clone(), label, Some(caller.name().to_owned()));
+    let is_delete = parts.method == axum::http::Method::DELETE;
+    parts.extensions.insert(caller);
+    let response = next.run(Request::from_parts(parts, axum::body::Body::from(checked.bytes))).await;
+    let response = session_end_without_content(is_delete, response);
     timer.set_status(response.status().as_u16());
+    if let Some(reservation) = reservation {
+        reservation.settle_with(&response);
+    }
     let (parts, body) = response.into_parts();
     // Frame by frame with `inspect_frame`, which keeps the body's size hint: a JSON answer keeps
     // its Content-Length instead of going out chunked (a stream wrapper, or `map_frame`, loses it). The timer lives as long as
@@ -399,39 +422,41 @@ async fn observe_mcp_request(State(metrics): State<Option<Arc<Metrics>>>, reques
     Response::from_parts(parts, axum::body::Body::new(body))
 }
 
-/// The `/mcp` gate: 400 for more than one `Authorization` header, 401 with `WWW-Authenticate:
-/// Bearer` unless the request carries an accepted key, then 429 with `Retry-After` when that key is over its rate limit; otherwise the request
-/// goes on to rmcp with its [`Caller`] in its extensions. Keys are never logged; names are.
-async fn authenticate(State(gate): State<Arc<Gate>>, mut request: Request, next: Next) -> Response {
-    if request.headers().get_all(header::AUTHORIZATION).iter().nth(1).is_some() {
-        // Which one would count is up to each hop of a proxy chain: none does.
-        tracing::warn!("request refused: more than one Authorization header");
-        return (
-            StatusCode::BAD_REQUEST,
-            axum::Json(json!({ "error": "bad_request", "message": "more than one Authorization header" })),
-        )
-            .into_response();
-    }
-    let caller = match &gate.access {
-        Access::NoAuth => Caller::new(KeyName::NO_AUTH, Scope::Write),
-        Access::Keys(keyring) => {
-            let presented = request.headers().get(header::AUTHORIZATION).map(HeaderValue::as_bytes).and_then(|value| {
-                value.get(..7).filter(|scheme| scheme.eq_ignore_ascii_case(b"bearer ")).map(|_| &value[7..])
-            });
-            match presented.map(|token| keyring.authenticate(token)) {
-                Some(Some(caller)) => caller,
-                Some(None) => return unauthorized("invalid_token", "the API key is not valid"),
-                None => return unauthorized("invalid_request", "missing Authorization: Bearer <API_KEY>"),
-            }
+impl Gate {
+    /// 400 for more than one `Authorization` header, 401 with `WWW-Authenticate: Bearer` unless
+    /// the request carries an accepted key, then 429 with `Retry-After` when that key is over its
+    /// rate limit; otherwise the request's [`Caller`]. Keys are never logged; names are.
+    fn authenticate(&self, request: &Request) -> Result<Caller, Response> {
+        if request.headers().get_all(header::AUTHORIZATION).iter().nth(1).is_some() {
+            // Which one would count is up to each hop of a proxy chain: none does.
+            tracing::warn!("request refused: more than one Authorization header");
+            return Err((
+                StatusCode::BAD_REQUEST,
+                axum::Json(json!({ "error": "bad_request", "message": "more than one Authorization header" })),
+            )
+                .into_response());
         }
-    };
-    if let Some(rate_limit) = &gate.rate_limit
-        && let Err(retry_after) = rate_limit.check(caller.name(), Instant::now())
-    {
-        return too_many_requests(&caller, retry_after);
+        let caller = match &self.access {
+            Access::NoAuth => Caller::new(KeyName::NO_AUTH, Scope::Write),
+            Access::Keys(keyring) => {
+                let presented =
+                    request.headers().get(header::AUTHORIZATION).map(HeaderValue::as_bytes).and_then(|value| {
+                        value.get(..7).filter(|scheme| scheme.eq_ignore_ascii_case(b"bearer ")).map(|_| &value[7..])
+                    });
+                match presented.map(|token| keyring.authenticate(token)) {
+                    Some(Some(caller)) => caller,
+                    Some(None) => return Err(unauthorized("invalid_token", "the API key is not valid")),
+                    None => return Err(unauthorized("invalid_request", "missing Authorization: Bearer <API_KEY>")),
+                }
+            }
+        };
+        if let Some(rate_limit) = &self.rate_limit
+            && let Err(retry_after) = rate_limit.check(caller.name(), Instant::now())
+        {
+            return Err(too_many_requests(&caller, retry_after));
+        }
+        Ok(caller)
     }
-    request.extensions_mut().insert(caller);
-    next.run(request).await
 }
 
 fn too_many_requests(caller: &Caller, retry_after: RetryAfter) -> Response {

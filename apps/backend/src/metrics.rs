@@ -64,6 +64,12 @@ pub struct RequestLabel {
 pub const MAX_TARGET_CHARS: usize = 200;
 
 impl RequestLabel {
+    /// The label of a `resources/read` of `uri`: what [`RequestLabel::of`] reads from such a body.
+    #[must_use]
+    pub fn resource_read(uri: &str) -> Self {
+        Self { method: "resources/read", target: Some(uri.chars().take(MAX_TARGET_CHARS).collect()) }
+    }
+
     /// Reads the label of a request with this HTTP method and body.
     #[must_use]
     pub fn of(http_method: &axum::http::Method, body: &[u8]) -> Self {

@@ -10,16 +10,12 @@ use std::collections::HashMap;
 use std::num::NonZeroUsize;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use axum::extract::{Request, State};
 use axum::http::{StatusCode, header::HeaderName};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use mcp_server::Caller;
 use rmcp::transport::streamable_http_server::session::SessionId;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use serde_json::json;
-
-use crate::jsonrpc_body::OpensSession;
 
 const SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
 
@@ -64,7 +60,7 @@ impl SessionCap {
 }
 
 /// One `initialize` counted against its key until its answer; dropped unanswered, it is released.
-struct Reservation {
+pub(crate) struct Reservation {
     cap: Arc<SessionCap>,
     key: Arc<str>,
 }
@@ -87,30 +83,25 @@ impl Drop for Reservation {
     }
 }
 
-/// Axum middleware (after authentication and the body check): 429 for an `initialize` that
-/// would open one session more than its key may hold; otherwise the session it opens is counted.
-pub(crate) async fn limit_sessions_per_key(
-    State(cap): State<Arc<SessionCap>>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let (Some(caller), Some(OpensSession)) =
-        (request.extensions().get::<Caller>().cloned(), request.extensions().get::<OpensSession>().copied())
-    else {
-        return next.run(request).await;
-    };
-    let reservation = match cap.reserve(caller.name()).await {
-        Ok(reservation) => reservation,
-        Err(open) => return too_many_sessions(&caller, open, cap.limit),
-    };
-    let response = next.run(request).await;
-    let session = response
-        .headers()
-        .get(SESSION_ID)
-        .and_then(|value| value.to_str().ok())
-        .map(|value| SessionId::from(value.to_owned()));
-    reservation.settle(session);
-    response
+impl SessionCap {
+    /// Lets an `initialize` that opens a session through (after authentication and the body
+    /// check), counted against its key until [`Reservation::settle`]; 429 when it would open one
+    /// session more than its key may hold.
+    pub(crate) async fn admit(self: &Arc<Self>, caller: &Caller) -> Result<Reservation, Response> {
+        self.reserve(caller.name()).await.map_err(|open| too_many_sessions(caller, open, self.limit))
+    }
+}
+
+impl Reservation {
+    /// Counts the session the `initialize`'s answer opened, if any.
+    pub(crate) fn settle_with(self, response: &Response) {
+        let session = response
+            .headers()
+            .get(SESSION_ID)
+            .and_then(|value| value.to_str().ok())
+            .map(|value| SessionId::from(value.to_owned()));
+        self.settle(session);
+    }
 }
 
 fn too_many_sessions(caller: &Caller, open: usize, limit: NonZeroUsize) -> Response {
