@@ -7,33 +7,14 @@ use rmcp::model::{
     ArgumentInfo, CallToolRequestParams, CompleteRequestParams, Reference, ServerNotification, SubscribeRequestParams,
     SubscriptionFilter,
 };
-use rmcp::service::NotificationContext;
 use rmcp::{RoleClient, ServiceError};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use crate::support::{
-    ERAS, Era, PATIENCE, PostgresSchema, fresh_database, start_backend, start_backend_with, stdio_client,
+    ERAS, Era, PATIENCE, PostgresSchema, Recorder, fresh_database, start_backend, start_backend_with, stdio_client,
     stdio_client_with,
 };
-
-/// Records the notifications a 2025-era client receives.
-#[derive(Debug, Clone)]
-struct Recorder(mpsc::UnboundedSender<String>);
-
-impl rmcp::ClientHandler for Recorder {
-    async fn on_resource_updated(
-        &self,
-        params: rmcp::model::ResourceUpdatedNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        let _ = self.0.send(format!("updated {}", params.uri));
-    }
-
-    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        let _ = self.0.send("list_changed".to_owned());
-    }
-}
 
 fn recorder() -> (Recorder, mpsc::UnboundedReceiver<String>) {
     let (sender, receiver) = mpsc::unbounded_channel();

@@ -413,3 +413,21 @@ fn uuid_like() -> String {
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
     format!("{:x}{:08x}", nanos, std::process::id())
 }
+
+/// Records the resource notices a 2025-era client receives, as `updated <uri>` and `list_changed`.
+#[derive(Debug, Clone)]
+pub(crate) struct Recorder(pub(crate) mpsc::UnboundedSender<String>);
+
+impl rmcp::ClientHandler for Recorder {
+    async fn on_resource_updated(
+        &self,
+        params: rmcp::model::ResourceUpdatedNotificationParam,
+        _context: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        let _ = self.0.send(format!("updated {}", params.uri));
+    }
+
+    async fn on_resource_list_changed(&self, _context: rmcp::service::NotificationContext<RoleClient>) {
+        let _ = self.0.send("list_changed".to_owned());
+    }
+}

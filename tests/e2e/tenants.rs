@@ -8,18 +8,17 @@
 use std::path::Path;
 
 use rmcp::RoleClient;
-use rmcp::handler::client::ClientHandler;
 use rmcp::model::{
     ArgumentInfo, CallToolRequestParams, CallToolResult, CompleteRequestParams, PaginatedRequestParams,
     ReadResourceRequestParams, Reference, SubscribeRequestParams, SubscriptionFilter,
 };
-use rmcp::service::{NotificationContext, RunningService};
+use rmcp::service::RunningService;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use crate::support::{
-    Backend, ERAS, Era, PATIENCE, PostgresSchema, binary, fresh_database, run_to_end, start_backend_with_keys_file,
-    stdio_client, stdio_client_in_catalog,
+    Backend, ERAS, Era, PATIENCE, PostgresSchema, Recorder, binary, fresh_database, run_to_end,
+    start_backend_with_keys_file, stdio_client, stdio_client_in_catalog,
 };
 
 /// `keys create --catalog`: the key, printed once on stdout.
@@ -32,24 +31,6 @@ fn create_key(keys_file: &Path, name: &str, catalog: &str) -> String {
         .expect("run the keys command");
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     String::from_utf8(output.stdout).expect("utf-8").trim().to_owned()
-}
-
-/// Records every notice a client receives, 2025-era ones as `updated <uri>` / `list_changed`.
-#[derive(Debug, Clone)]
-struct Recorder(mpsc::UnboundedSender<String>);
-
-impl ClientHandler for Recorder {
-    async fn on_resource_updated(
-        &self,
-        params: rmcp::model::ResourceUpdatedNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        let _ = self.0.send(format!("updated {}", params.uri));
-    }
-
-    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        let _ = self.0.send("list_changed".to_owned());
-    }
 }
 
 type Tenant = RunningService<RoleClient, Recorder>;
