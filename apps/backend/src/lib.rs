@@ -386,7 +386,7 @@ async fn count_response(State(metrics): State<Arc<Metrics>>, request: Request, n
 async fn mcp_gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> Response {
     let caller = match gate.authenticate(&request) {
         Ok(caller) => caller,
-        Err(refusal) => return refusal,
+        Err(refusal) => return *refusal,
     };
     let (mut parts, body) = request.into_parts();
     let checked = match jsonrpc_body::read_and_check(&parts, body).await {
@@ -426,15 +426,17 @@ impl Gate {
     /// 400 for more than one `Authorization` header, 401 with `WWW-Authenticate: Bearer` unless
     /// the request carries an accepted key, then 429 with `Retry-After` when that key is over its
     /// rate limit; otherwise the request's [`Caller`]. Keys are never logged; names are.
-    fn authenticate(&self, request: &Request) -> Result<Caller, Response> {
+    fn authenticate(&self, request: &Request) -> Result<Caller, Box<Response>> {
         if request.headers().get_all(header::AUTHORIZATION).iter().nth(1).is_some() {
             // Which one would count is up to each hop of a proxy chain: none does.
             tracing::warn!("request refused: more than one Authorization header");
-            return Err((
-                StatusCode::BAD_REQUEST,
-                axum::Json(json!({ "error": "bad_request", "message": "more than one Authorization header" })),
-            )
-                .into_response());
+            return Err(Box::new(
+                (
+                    StatusCode::BAD_REQUEST,
+                    axum::Json(json!({ "error": "bad_request", "message": "more than one Authorization header" })),
+                )
+                    .into_response(),
+            ));
         }
         let caller = match &self.access {
             Access::NoAuth => Caller::new(KeyName::NO_AUTH, Scope::Write),
@@ -445,15 +447,20 @@ impl Gate {
                     });
                 match presented.map(|token| keyring.authenticate(token)) {
                     Some(Some(caller)) => caller,
-                    Some(None) => return Err(unauthorized("invalid_token", "the API key is not valid")),
-                    None => return Err(unauthorized("invalid_request", "missing Authorization: Bearer <API_KEY>")),
+                    Some(None) => return Err(Box::new(unauthorized("invalid_token", "the API key is not valid"))),
+                    None => {
+                        return Err(Box::new(unauthorized(
+                            "invalid_request",
+                            "missing Authorization: Bearer <API_KEY>",
+                        )));
+                    }
                 }
             }
         };
         if let Some(rate_limit) = &self.rate_limit
             && let Err(retry_after) = rate_limit.check(caller.name(), Instant::now())
         {
-            return Err(too_many_requests(&caller, retry_after));
+            return Err(Box::new(too_many_requests(&caller, retry_after)));
         }
         Ok(caller)
     }
