@@ -36,6 +36,7 @@ mod keys_file;
 mod logging;
 mod metrics;
 pub mod probe;
+pub mod progress;
 mod rate_limit;
 mod session_cap;
 mod settings;
