@@ -477,19 +477,24 @@ impl ServerHandler for CursosServer {
         request: rmcp::model::CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::CallToolResponse, McpError> {
-        let caller = self.caller_of(&context);
-        let Some(tool) = self.routers.tools.get(&request.name) else {
-            return Err(outcomes::unknown_tool(&request.name, self.state.options.resource_tools));
-        };
-        if !caller.scope().can_write() && is_writing(tool) {
-            return Err(outcomes::scope_refused(&request.name, &caller));
-        }
-        let policy = self.state.policy().for_catalog(caller.catalog().as_str());
-        if !policy.allows_tool(&request.name) {
-            return Err(outcomes::tool_disabled(&request.name, policy.is_read_only()));
-        }
-        let tool_context = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
-        self.routers.tools.call(tool_context).await
+        // Boxed: rmcp keeps every handler's future inline in the one future it spawns for each
+        // request, so a large one here would be moved on every request, reads included.
+        Box::pin(async move {
+            let caller = self.caller_of(&context);
+            let Some(tool) = self.routers.tools.get(&request.name) else {
+                return Err(outcomes::unknown_tool(&request.name, self.state.options.resource_tools));
+            };
+            if !caller.scope().can_write() && is_writing(tool) {
+                return Err(outcomes::scope_refused(&request.name, &caller));
+            }
+            let policy = self.state.policy().for_catalog(caller.catalog().as_str());
+            if !policy.allows_tool(&request.name) {
+                return Err(outcomes::tool_disabled(&request.name, policy.is_read_only()));
+            }
+            let tool_context = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
+            self.routers.tools.call(tool_context).await
+        })
+        .await
     }
 
     async fn list_tools(
@@ -515,31 +520,39 @@ impl ServerHandler for CursosServer {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
-        let cursor = match request.and_then(|request| request.cursor) {
-            None => None,
-            Some(token) => Some(PageCursor::parse_token(&token).map_err(|_| {
-                McpError::invalid_params("Cursor inválido: use o nextCursor devolvido pela listagem anterior.", None)
-            })?),
-        };
-        let page = self
-            .catalog_of(&context)
-            .active_page(cursor, PageSize::default())
-            .await
-            .map_err(outcomes::internal_protocol_error)?;
-        let mut resources = Vec::with_capacity(page.courses.len() + 1);
-        if cursor.is_none() {
-            resources.push(catalog_resource());
-        }
-        resources.extend(page.courses.iter().map(course_resource));
-        let mut result = ListResourcesResult::with_all_items(resources);
-        result.next_cursor = page.next.map(|next| next.to_token());
-        if is_modern(&context) {
-            // The catalog changes whenever a tool runs: always revalidate (subscribe to hear of changes).
-            // Private: the answer is the caller's catalog's (ADR 0035), never to be shared.
-            result.ttl_ms = Some(0);
-            result.cache_scope = Some(CacheScope::Private);
-        }
-        Ok(result)
+        // Boxed: rmcp keeps every handler's future inline in the one future it spawns for each
+        // request, so a large one here would be moved on every request, reads included.
+        Box::pin(async move {
+            let cursor = match request.and_then(|request| request.cursor) {
+                None => None,
+                Some(token) => Some(PageCursor::parse_token(&token).map_err(|_| {
+                    McpError::invalid_params(
+                        "Cursor inválido: use o nextCursor devolvido pela listagem anterior.",
+                        None,
+                    )
+                })?),
+            };
+            let page = self
+                .catalog_of(&context)
+                .active_page(cursor, PageSize::default())
+                .await
+                .map_err(outcomes::internal_protocol_error)?;
+            let mut resources = Vec::with_capacity(page.courses.len() + 1);
+            if cursor.is_none() {
+                resources.push(catalog_resource());
+            }
+            resources.extend(page.courses.iter().map(course_resource));
+            let mut result = ListResourcesResult::with_all_items(resources);
+            result.next_cursor = page.next.map(|next| next.to_token());
+            if is_modern(&context) {
+                // The catalog changes whenever a tool runs: always revalidate (subscribe to hear of changes).
+                // Private: the answer is the caller's catalog's (ADR 0035), never to be shared.
+                result.ttl_ms = Some(0);
+                result.cache_scope = Some(CacheScope::Private);
+            }
+            Ok(result)
+        })
+        .await
     }
 
     async fn list_resource_templates(
@@ -560,12 +573,17 @@ impl ServerHandler for CursosServer {
         request: rmcp::model::GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetPromptResponse, McpError> {
-        if !self.state.policy().allows_prompt(self.caller_of(&context).catalog().as_str(), &request.name) {
-            return Err(outcomes::prompt_disabled(&request.name));
-        }
-        let prompt_context =
-            rmcp::handler::server::prompt::PromptContext::new(self, request.name, request.arguments, context);
-        self.routers.prompts.get_prompt(prompt_context).await
+        // Boxed: rmcp keeps every handler's future inline in the one future it spawns for each
+        // request, so a large one here would be moved on every request, reads included.
+        Box::pin(async move {
+            if !self.state.policy().allows_prompt(self.caller_of(&context).catalog().as_str(), &request.name) {
+                return Err(outcomes::prompt_disabled(&request.name));
+            }
+            let prompt_context =
+                rmcp::handler::server::prompt::PromptContext::new(self, request.name, request.arguments, context);
+            self.routers.prompts.get_prompt(prompt_context).await
+        })
+        .await
     }
 
     async fn list_prompts(
@@ -619,36 +637,41 @@ impl ServerHandler for CursosServer {
         request: CompleteRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, McpError> {
-        let policy = self.state.policy().for_catalog(self.caller_of(&context).catalog().as_str());
-        let typed = request.argument.value.as_str();
-        let completion = match (&request.r#ref, request.argument.name.as_str()) {
-            (Reference::Resource(template), "uuid")
-                if template.uri == uris::COURSE_TEMPLATE || template.uri == uris::HISTORY_TEMPLATE =>
-            {
-                let limit = CompletionInfo::MAX_VALUES;
-                let courses = self
-                    .catalog_of(&context)
-                    .suggest(typed, limit + 1)
-                    .await
-                    .map_err(outcomes::internal_protocol_error)?;
-                let has_more = courses.len() > limit;
-                let values = courses.iter().take(limit).map(|course| course.id().to_string()).collect();
-                CompletionInfo::with_pagination(values, None, has_more)
+        // Boxed: rmcp keeps every handler's future inline in the one future it spawns for each
+        // request, so a large one here would be moved on every request, reads included.
+        Box::pin(async move {
+            let policy = self.state.policy().for_catalog(self.caller_of(&context).catalog().as_str());
+            let typed = request.argument.value.as_str();
+            let completion = match (&request.r#ref, request.argument.name.as_str()) {
+                (Reference::Resource(template), "uuid")
+                    if template.uri == uris::COURSE_TEMPLATE || template.uri == uris::HISTORY_TEMPLATE =>
+                {
+                    let limit = CompletionInfo::MAX_VALUES;
+                    let courses = self
+                        .catalog_of(&context)
+                        .suggest(typed, limit + 1)
+                        .await
+                        .map_err(outcomes::internal_protocol_error)?;
+                    let has_more = courses.len() > limit;
+                    let values = courses.iter().take(limit).map(|course| course.id().to_string()).collect();
+                    CompletionInfo::with_pagination(values, None, has_more)
+                }
+                (Reference::Prompt(prompt), "cargaHoraria")
+                    if prompt.name == "criar-curso" && policy.allows_prompt(&prompt.name) =>
+                {
+                    let values = COMMON_WORKLOADS
+                        .iter()
+                        .filter(|hours| hours.starts_with(typed.trim()))
+                        .map(|hours| (*hours).to_owned());
+                    CompletionInfo::with_all_values(values.collect())
+                }
+                // Anything else (other arguments, unknown references): no suggestion, not an error.
+                _ => CompletionInfo::with_all_values(Vec::new()),
             }
-            (Reference::Prompt(prompt), "cargaHoraria")
-                if prompt.name == "criar-curso" && policy.allows_prompt(&prompt.name) =>
-            {
-                let values = COMMON_WORKLOADS
-                    .iter()
-                    .filter(|hours| hours.starts_with(typed.trim()))
-                    .map(|hours| (*hours).to_owned());
-                CompletionInfo::with_all_values(values.collect())
-            }
-            // Anything else (other arguments, unknown references): no suggestion, not an error.
-            _ => CompletionInfo::with_all_values(Vec::new()),
-        }
-        .map_err(outcomes::internal_protocol_error_text)?;
-        Ok(CompleteResult::new(completion))
+            .map_err(outcomes::internal_protocol_error_text)?;
+            Ok(CompleteResult::new(completion))
+        })
+        .await
     }
 
     async fn subscribe(
@@ -656,23 +679,28 @@ impl ServerHandler for CursosServer {
         request: SubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        if !self.state.options.legacy_subscriptions {
-            return Err(McpError::invalid_request(
-                "Este servidor roda sem sessões HTTP, então não mantém resources/subscribe. \
-                 Use subscriptions/listen (revisão 2026-07-28) ou um servidor com sessões (SESSION_MODE=stateful).",
-                None,
-            ));
-        }
-        // Only resources this server has can change; anything else would be held for nothing.
-        if ResourceUri::parse(&request.uri).is_none() {
-            return Err(outcomes::resource_not_found(&request.uri));
-        }
-        let caller = self.caller_of(&context);
-        let http_session = http_session_in(&context.extensions);
-        self.state
-            .hub
-            .subscribe(self.session, context.peer, &caller, http_session, &request.uri)
-            .map_err(|refusal| live_update_refusal(refusal, "resources/subscribe"))
+        // Boxed: rmcp keeps every handler's future inline in the one future it spawns for each
+        // request, so a large one here would be moved on every request, reads included.
+        Box::pin(async move {
+            if !self.state.options.legacy_subscriptions {
+                return Err(McpError::invalid_request(
+                    "Este servidor roda sem sessões HTTP, então não mantém resources/subscribe. \
+                     Use subscriptions/listen (revisão 2026-07-28) ou um servidor com sessões (SESSION_MODE=stateful).",
+                    None,
+                ));
+            }
+            // Only resources this server has can change; anything else would be held for nothing.
+            if ResourceUri::parse(&request.uri).is_none() {
+                return Err(outcomes::resource_not_found(&request.uri));
+            }
+            let caller = self.caller_of(&context);
+            let http_session = http_session_in(&context.extensions);
+            self.state
+                .hub
+                .subscribe(self.session, context.peer, &caller, http_session, &request.uri)
+                .map_err(|refusal| live_update_refusal(refusal, "resources/subscribe"))
+        })
+        .await
     }
 
     async fn unsubscribe(
@@ -697,33 +725,38 @@ impl ServerHandler for CursosServer {
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
-        let hub = &self.state.hub;
-        if let Some(error) = listen_filter_error(context.requested(), hub.limits().subscriptions_per_listener) {
-            hub.stream_refused();
-            return Err(error);
-        }
-        let accepted = context.accepted();
-        let resources = accepted.resource_subscriptions.clone().unwrap_or_default();
-        let list_changed = accepted.resources_list_changed == Some(true);
-        let caller = caller_in(&context.request_context().extensions, &self.state.local_catalog);
-        let ticket = hub
-            .admit_stream(&caller, &resources, list_changed)
-            .map_err(|refusal| live_update_refusal(refusal, "subscriptions/listen"))?;
-        let sink = context.sink().clone();
-        // End with the request, or when the process shuts down (stdin closed, SIGTERM): rmcp waits
-        // for in-flight handlers before it exits, and an open stream would otherwise hold it.
-        // A stream whose client stopped reading is ended too (ADR 0022): its final result tells
-        // a client that reads again to listen again.
-        let end = tokio::select! {
-            end = hub::drain(ticket.mailbox(), hub::Receiver::Stream(&sink), ticket.send_timeout()) => Some(end),
-            () = ticket.mailbox().dropped() => Some(DrainEnd::Slow),
-            () = context.cancelled() => None,
-            () = self.state.shutdown.cancelled() => None,
-        };
-        if end == Some(DrainEnd::Slow) {
-            ticket.drop_slow();
-        }
-        Ok(())
+        // Boxed: rmcp keeps every handler's future inline in the one future it spawns for each
+        // request, so a large one here would be moved on every request, reads included.
+        Box::pin(async move {
+            let hub = &self.state.hub;
+            if let Some(error) = listen_filter_error(context.requested(), hub.limits().subscriptions_per_listener) {
+                hub.stream_refused();
+                return Err(error);
+            }
+            let accepted = context.accepted();
+            let resources = accepted.resource_subscriptions.clone().unwrap_or_default();
+            let list_changed = accepted.resources_list_changed == Some(true);
+            let caller = caller_in(&context.request_context().extensions, &self.state.local_catalog);
+            let ticket = hub
+                .admit_stream(&caller, &resources, list_changed)
+                .map_err(|refusal| live_update_refusal(refusal, "subscriptions/listen"))?;
+            let sink = context.sink().clone();
+            // End with the request, or when the process shuts down (stdin closed, SIGTERM): rmcp waits
+            // for in-flight handlers before it exits, and an open stream would otherwise hold it.
+            // A stream whose client stopped reading is ended too (ADR 0022): its final result tells
+            // a client that reads again to listen again.
+            let end = tokio::select! {
+                end = hub::drain(ticket.mailbox(), hub::Receiver::Stream(&sink), ticket.send_timeout()) => Some(end),
+                () = ticket.mailbox().dropped() => Some(DrainEnd::Slow),
+                () = context.cancelled() => None,
+                () = self.state.shutdown.cancelled() => None,
+            };
+            if end == Some(DrainEnd::Slow) {
+                ticket.drop_slow();
+            }
+            Ok(())
+        })
+        .await
     }
 
     async fn on_custom_request(
