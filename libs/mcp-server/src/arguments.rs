@@ -209,7 +209,8 @@ pub(crate) fn interface_archive(arguments: &JsonObject) -> Result<InterfaceArchi
         (None, None) => None,
         _ => {
             errors.push(
-                "Campos 'estadoPergunta' e 'confirmar' vão juntos: a pergunta feita e a resposta do usuário.".to_owned(),
+                "Campos 'estadoPergunta' e 'confirmar' vão juntos: a pergunta feita e a resposta do usuário."
+                    .to_owned(),
             );
             None
         }

@@ -176,7 +176,8 @@ pub(crate) async fn confirm_archive(
     let modern = context.protocol_version().is_some_and(|version| version >= ProtocolVersion::V_2026_07_28);
     if modern {
         if let Some(response) = answer.responses.as_ref().and_then(|responses| responses.get(INPUT_KEY)) {
-            let shown = answer.request_state.as_deref().and_then(|state| seal.open(ARCHIVE_TOOL, caller, course, state));
+            let shown =
+                answer.request_state.as_deref().and_then(|state| seal.open(ARCHIVE_TOOL, caller, course, state));
             match shown {
                 Some(version) => return read_answer(response, course, version),
                 // Not an answer to a question this server asked (no state, forged, expired, for
@@ -347,7 +348,11 @@ mod tests {
         assert_eq!(seal.open(ARCHIVE_TOOL, "bruno", &rust, &state), None, "another caller");
         assert_eq!(seal.open(ARCHIVE_TOOL, "ana", &course("Go"), &state), None, "another course");
         assert_eq!(seal.open(crate::app::ARCHIVE_TOOL, "ana", &rust, &state), None, "the app's path");
-        assert_eq!(ConfirmationSeal::random().open(ARCHIVE_TOOL, "ana", &rust, &state), None, "another process's secret");
+        assert_eq!(
+            ConfirmationSeal::random().open(ARCHIVE_TOOL, "ana", &rust, &state),
+            None,
+            "another process's secret"
+        );
         let mut tampered = state;
         tampered.push('A');
         assert_eq!(seal.open(ARCHIVE_TOOL, "ana", &rust, &tampered), None, "tampered");

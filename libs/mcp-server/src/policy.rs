@@ -79,8 +79,8 @@ impl CatalogPolicy {
     /// Whether `tool` may be listed and called.
     #[must_use]
     pub fn allows_tool(&self, tool: &str) -> bool {
-        let own = !(self.switches.disabled_tools.contains(tool)
-            || self.switches.read_only && WRITING_TOOLS.contains(&tool));
+        let own =
+            !(self.switches.disabled_tools.contains(tool) || self.switches.read_only && WRITING_TOOLS.contains(&tool));
         own && APP_TWINS.iter().filter(|(app_tool, _)| *app_tool == tool).all(|(_, twin)| self.allows_tool(twin))
     }
 
@@ -384,7 +384,10 @@ mod tests {
         assert!(policy.allows_tool(courses_domain::CatalogName::DEFAULT, "interface_arquivar_curso"));
         let policy = Policy::parse("desativar ferramenta interface_arquivar_curso\n").expect("valid");
         assert!(!policy.allows_tool(courses_domain::CatalogName::DEFAULT, "interface_arquivar_curso"));
-        assert!(policy.allows_tool(courses_domain::CatalogName::DEFAULT, "arquivar_curso"), "the twin rule goes one way");
+        assert!(
+            policy.allows_tool(courses_domain::CatalogName::DEFAULT, "arquivar_curso"),
+            "the twin rule goes one way"
+        );
     }
 
     #[test]

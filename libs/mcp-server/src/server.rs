@@ -39,8 +39,8 @@ use crate::state::ServerState;
 use crate::uris::{self, ResourceUri};
 use crate::wire::{
     ArchiveCourseArguments, ArchiveQuestionJson, CatalogPageJson, CourseJson, CreateCourseArguments,
-    CreateCoursePromptArguments, HistoryPageJson, InterfaceArchiveArguments, ListCoursesArguments,
-    ReadCourseArguments, SearchCoursesArguments, SearchResultJson, UpdateCourseArguments, ViewCatalogArguments,
+    CreateCoursePromptArguments, HistoryPageJson, InterfaceArchiveArguments, ListCoursesArguments, ReadCourseArguments,
+    SearchCoursesArguments, SearchResultJson, UpdateCourseArguments, ViewCatalogArguments,
 };
 use crate::{app, arguments, evidence, outcomes, prompts, wire};
 
@@ -464,7 +464,9 @@ impl CursosServer {
         let catalog = self.catalog_of(&context);
         let course = match catalog.get(request.id).await {
             Ok(course) => course,
-            Err(GetCourseError::NotFound { id }) => return outcomes::archived(Err(ArchiveCourseError::NotFound { id })),
+            Err(GetCourseError::NotFound { id }) => {
+                return outcomes::archived(Err(ArchiveCourseError::NotFound { id }));
+            }
             Err(GetCourseError::Store(error)) => return outcomes::archived(Err(error.into())),
         };
         let caller = self.caller_of(&context);
@@ -487,13 +489,17 @@ impl CursosServer {
                 None => outcomes::refused(outcomes::INTERNAL_TOOL_ERROR),
             };
         };
-        let (shown_version, receipt) =
-            match confirmation::interface_answer(&self.state.confirmations, caller.name(), &course, &state, confirmed)
-            {
-                Confirmation::Confirmed { version, receipt } => (version, receipt),
-                Confirmation::Refused(message) => return outcomes::refused(&message),
-                Confirmation::Ask(_) => return outcomes::refused(outcomes::INTERNAL_TOOL_ERROR),
-            };
+        let (shown_version, receipt) = match confirmation::interface_answer(
+            &self.state.confirmations,
+            caller.name(),
+            &course,
+            &state,
+            confirmed,
+        ) {
+            Confirmation::Confirmed { version, receipt } => (version, receipt),
+            Confirmation::Refused(message) => return outcomes::refused(&message),
+            Confirmation::Ask(_) => return outcomes::refused(outcomes::INTERNAL_TOOL_ERROR),
+        };
         let provenance = self.provenance(&context, app::ARCHIVE_TOOL, &raw_arguments, Some(receipt));
         // Only the version the user was shown is archived: a change since refuses.
         let outcome = catalog.archive_if(request.id, Some(shown_version), provenance).await;

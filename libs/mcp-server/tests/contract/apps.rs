@@ -175,13 +175,16 @@ async fn the_app_s_search_is_the_completion_s_search_over_active_courses() {
         let rust = harness.create("Rust para iniciantes", 10).await;
         harness.create("Go avançado", 20).await;
         let archived = harness.create("Rust antigo", 5).await;
-        harness.state.catalog().archive_if(
-            courses_domain::CourseId::parse(archived["id"].as_str().expect("id")).expect("id"),
-            None,
-            Provenance::new("teste", "arquivar_curso", "{}"),
-        )
-        .await
-        .expect("archived");
+        harness
+            .state
+            .catalog()
+            .archive_if(
+                courses_domain::CourseId::parse(archived["id"].as_str().expect("id")).expect("id"),
+                None,
+                Provenance::new("teste", "arquivar_curso", "{}"),
+            )
+            .await
+            .expect("archived");
         let host = attach(RendersApps::HTML, &harness.state, era).await;
         let found = call_as(&host, "interface_buscar_cursos", json!({"texto": "rust"})).await;
         let found = found.structured_content.expect("structured content");
@@ -271,9 +274,8 @@ async fn the_app_s_archiving_is_off_whenever_the_policy_turns_arquivar_curso_off
             assert!(!listed.contains(&"interface_arquivar_curso".to_owned()), "{era:?} {text}: {listed:?}");
             assert!(listed.contains(&"ver_catalogo".to_owned()), "{era:?} {text}: reading stays");
             let arguments = json!({"id": course["id"]}).as_object().cloned().expect("object");
-            let refused = host
-                .call_tool(CallToolRequestParams::new("interface_arquivar_curso").with_arguments(arguments))
-                .await;
+            let refused =
+                host.call_tool(CallToolRequestParams::new("interface_arquivar_curso").with_arguments(arguments)).await;
             assert!(matches!(refused, Err(ServiceError::McpError(_))), "{era:?} {text}: {refused:?}");
         }
         harness.state.set_policy(Policy::default());
