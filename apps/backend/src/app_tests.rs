@@ -406,6 +406,43 @@ async fn a_read_key_is_refused_every_writing_tool_but_may_call_the_reading_ones_
     assert_eq!(app.catalog(&app.reader).await, before, "resources are readable, and nothing changed");
 }
 
+/// A 2026-07-28 request from a host that renders MCP Apps (ADR 0039), presenting `key`.
+async fn from_apps_host(app: &TestApp, key: &str, method: &str, name: &str, mut params: Value) -> Value {
+    params["_meta"] = json!({"io.modelcontextprotocol/protocolVersion": MODERN,
+                             "io.modelcontextprotocol/clientInfo": {"name": "host-de-apps", "version": "1"},
+                             "io.modelcontextprotocol/clientCapabilities":
+                                 {"extensions": {"io.modelcontextprotocol/ui": {"mimeTypes": ["text/html;profile=mcp-app"]}}}});
+    let body = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params}).to_string();
+    let authorization = bearer(key);
+    let headers = [("authorization", authorization.as_str()), ("mcp-method", method), ("mcp-name", name)];
+    app.send(post("/mcp", &headers, body)).await.message()
+}
+
+#[tokio::test]
+async fn a_read_key_in_a_host_that_renders_apps_gets_the_view_but_never_the_app_s_archiving() {
+    let app = TestApp::start(&[]);
+    let created = app.create(&app.writer, "Rust").await.message();
+    let id = created["result"]["structuredContent"]["id"].as_str().expect("id").to_owned();
+    let before = app.catalog(&app.writer).await;
+    let names = |listed: &Value| -> Vec<String> {
+        let tools = listed["result"]["tools"].as_array().expect("tools");
+        tools.iter().filter_map(|tool| tool["name"].as_str().map(str::to_owned)).collect()
+    };
+    let reader_tools = names(&from_apps_host(&app, &app.reader, "tools/list", "", json!({})).await);
+    assert_eq!(reader_tools, ["interface_buscar_cursos", "ver_catalogo"], "leitura: the view's reads only");
+    let writer_tools = names(&from_apps_host(&app, &app.writer, "tools/list", "", json!({})).await);
+    assert!(writer_tools.contains(&"interface_arquivar_curso".to_owned()), "{writer_tools:?}");
+
+    let params = json!({"name": "interface_arquivar_curso", "arguments": {"id": id}});
+    let refused = from_apps_host(&app, &app.reader, "tools/call", "interface_arquivar_curso", params).await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    assert!(refused["error"]["message"].as_str().expect("message").contains("leitura"), "{refused}");
+    let params = json!({"name": "ver_catalogo", "arguments": {}});
+    let page = from_apps_host(&app, &app.reader, "tools/call", "ver_catalogo", params).await;
+    assert_eq!(page["result"]["structuredContent"], before, "{page}");
+    assert_eq!(app.catalog(&app.writer).await, before, "nothing changed");
+}
+
 // ---- Host and Origin ----
 
 #[tokio::test]

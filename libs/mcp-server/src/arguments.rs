@@ -18,6 +18,12 @@ const ID: &str = "id";
 const PAGE: &str = "pagina";
 const VERSION: &str = "versao";
 const IDEMPOTENCY_KEY: &str = "chaveIdempotencia";
+const TEXT: &str = "texto";
+const QUESTION_STATE: &str = "estadoPergunta";
+const CONFIRM: &str = "confirmar";
+
+/// The most characters of a search the app may send: a title's limit (nothing longer can match).
+const MAX_SEARCH_CHARS: usize = CourseTitle::MAX_CHARS;
 
 /// The Portuguese sentences explaining why a call's arguments were refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -140,6 +146,79 @@ pub(crate) fn list_courses(arguments: &JsonObject) -> Result<Option<PageCursor>,
         cursor.flatten()
     });
     if errors.is_empty() { Ok(cursor) } else { Err(ArgumentErrors(errors)) }
+}
+
+/// Reads the arguments of `interface_buscar_cursos`: what the user typed (may be empty).
+///
+/// # Errors
+/// [`ArgumentErrors`] when `texto` is not a text or is longer than a title can be, or an unknown
+/// field is present.
+pub(crate) fn search_courses(arguments: &JsonObject) -> Result<String, ArgumentErrors> {
+    let mut errors = Vec::new();
+    reject_unknown(arguments, &[TEXT], &mut errors);
+    let text = match optional(arguments, TEXT) {
+        None => String::new(),
+        Some(Value::String(text)) if text.chars().count() <= MAX_SEARCH_CHARS => text.clone(),
+        Some(Value::String(_)) => {
+            errors.push(format!("Campo 'texto' tem mais de {MAX_SEARCH_CHARS} caracteres; nenhum título é tão longo."));
+            String::new()
+        }
+        Some(_) => {
+            errors.push("Campo 'texto' deve ser um texto (string): parte do título ou o id.".to_owned());
+            String::new()
+        }
+    };
+    if errors.is_empty() { Ok(text) } else { Err(ArgumentErrors(errors)) }
+}
+
+/// What `interface_arquivar_curso` was asked: the question (no `estadoPergunta`), or the answer.
+#[derive(Debug)]
+pub(crate) struct InterfaceArchiveRequest {
+    pub(crate) id: CourseId,
+    pub(crate) expected_version: Option<u64>,
+    /// The sealed question and the user's answer, when this call answers.
+    pub(crate) answer: Option<(String, bool)>,
+}
+
+/// Reads the arguments of `interface_arquivar_curso`.
+///
+/// # Errors
+/// [`ArgumentErrors`] naming every field that is missing or of the wrong type; `confirmar` without
+/// `estadoPergunta` (an answer to no question) is refused too.
+pub(crate) fn interface_archive(arguments: &JsonObject) -> Result<InterfaceArchiveRequest, ArgumentErrors> {
+    let mut errors = Vec::new();
+    reject_unknown(arguments, &[ID, VERSION, QUESTION_STATE, CONFIRM], &mut errors);
+    let id = required(arguments, ID, &mut errors).and_then(|value| course_id(value, &mut errors));
+    let expected_version = optional(arguments, VERSION).and_then(|value| version(value, &mut errors));
+    let state = optional(arguments, QUESTION_STATE).and_then(|value| {
+        let text = value.as_str().map(str::to_owned);
+        if text.is_none() {
+            errors.push("Campo 'estadoPergunta' deve ser o texto devolvido com a pergunta.".to_owned());
+        }
+        text
+    });
+    let confirmed = optional(arguments, CONFIRM).and_then(|value| {
+        let answer = value.as_bool();
+        if answer.is_none() {
+            errors.push("Campo 'confirmar' deve ser true ou false: a resposta do usuário.".to_owned());
+        }
+        answer
+    });
+    let answer = match (state, confirmed) {
+        (Some(state), Some(confirmed)) => Some((state, confirmed)),
+        (None, None) => None,
+        _ => {
+            errors.push(
+                "Campos 'estadoPergunta' e 'confirmar' vão juntos: a pergunta feita e a resposta do usuário."
+                    .to_owned(),
+            );
+            None
+        }
+    };
+    match id {
+        Some(id) if errors.is_empty() => Ok(InterfaceArchiveRequest { id, expected_version, answer }),
+        _ => Err(ArgumentErrors(errors)),
+    }
 }
 
 fn reject_unknown(arguments: &JsonObject, known: &[&str], errors: &mut Vec<String>) {

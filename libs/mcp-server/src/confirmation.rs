@@ -97,27 +97,32 @@ impl ConfirmationSeal {
         })
     }
 
-    /// The state of a question about archiving `course` as shown, asked of `caller`.
-    fn seal(&self, caller: &str, course: &Course) -> Option<String> {
+    /// The state of a question about archiving `course` as shown, asked of `caller` through `tool`.
+    fn seal(&self, tool: &str, caller: &str, course: &Course) -> Option<String> {
         let codec = self.0.as_ref()?;
-        let bound = bound_to(caller, course);
+        let bound = bound_to(tool, caller, course);
         let options = SealOptions::new().associated_data(&bound).ttl(ANSWER_TIMEOUT);
         Some(codec.seal_with(course.version().to_string().as_bytes(), &options))
     }
 
     /// The version of `course` the user was shown, if `state` is a question this server asked
-    /// `caller` about this course, unexpired.
-    fn open(&self, caller: &str, course: &Course, state: &str) -> Option<u64> {
-        let opened = self.0.as_ref()?.open_with(state, &bound_to(caller, course)).ok()?;
+    /// `caller` about this course through `tool`, unexpired.
+    fn open(&self, tool: &str, caller: &str, course: &Course, state: &str) -> Option<u64> {
+        let opened = self.0.as_ref()?.open_with(state, &bound_to(tool, caller, course)).ok()?;
         std::str::from_utf8(&opened).ok()?.parse().ok()
     }
 }
 
 /// What a sealed question is bound to: the tool, the caller and the course (not its version,
 /// which is the sealed payload: a renamed course still opens the state, then fails the version).
-fn bound_to(caller: &str, course: &Course) -> Vec<u8> {
-    format!("arquivar_curso\u{0}{caller}\u{0}{}", course.id()).into_bytes()
+/// The tool keeps the two paths apart: a question the app asked cannot answer the tool's, nor
+/// the reverse.
+fn bound_to(tool: &str, caller: &str, course: &Course) -> Vec<u8> {
+    format!("{tool}\u{0}{caller}\u{0}{}", course.id()).into_bytes()
 }
+
+/// The tool whose 2026-07-28 questions [`confirm_archive`] seals.
+const ARCHIVE_TOOL: &str = "arquivar_curso";
 
 /// What to do with the archiving.
 #[derive(Debug)]
@@ -171,7 +176,8 @@ pub(crate) async fn confirm_archive(
     let modern = context.protocol_version().is_some_and(|version| version >= ProtocolVersion::V_2026_07_28);
     if modern {
         if let Some(response) = answer.responses.as_ref().and_then(|responses| responses.get(INPUT_KEY)) {
-            let shown = answer.request_state.as_deref().and_then(|state| seal.open(caller, course, state));
+            let shown =
+                answer.request_state.as_deref().and_then(|state| seal.open(ARCHIVE_TOOL, caller, course, state));
             match shown {
                 Some(version) => return read_answer(response, course, version),
                 // Not an answer to a question this server asked (no state, forged, expired, for
@@ -267,7 +273,41 @@ fn ask_modern(seal: &ConfirmationSeal, caller: &str, course: &Course) -> Option<
     );
     // The retry carries the arguments again and is checked again from scratch; the sealed state
     // proves the question was asked here, of this caller, and names the version it showed.
-    Some(InputRequiredResult::new(Some(requests), Some(seal.seal(caller, course)?)))
+    Some(InputRequiredResult::new(Some(requests), Some(seal.seal(ARCHIVE_TOOL, caller, course)?)))
+}
+
+/// The question the app shows its user before archiving `course` (ADR 0039): the same words as
+/// the tool's, and the sealed state the app sends back with the answer. `None` when no question
+/// can be sealed (no secret): the app then cannot archive (fail closed).
+pub(crate) fn interface_question(seal: &ConfirmationSeal, caller: &str, course: &Course) -> Option<(String, String)> {
+    Some((question(course), seal.seal(crate::app::ARCHIVE_TOOL, caller, course)?))
+}
+
+/// The user's answer to a question the app showed (ADR 0039). It counts only with the state this
+/// server sealed for this caller and course through the app's tool, unexpired; the archiving then
+/// covers the version that question showed. Anything else archives nothing.
+pub(crate) fn interface_answer(
+    seal: &ConfirmationSeal,
+    caller: &str,
+    course: &Course,
+    state: &str,
+    confirmed: bool,
+) -> Confirmation {
+    let Some(version) = seal.open(crate::app::ARCHIVE_TOOL, caller, course, state) else {
+        tracing::info!(course = %course.id(), "an archiving answer from the app without a valid question was refused");
+        return Confirmation::Refused(format!(
+            "A confirmação não responde a uma pergunta deste servidor sobre o curso {} (ou a pergunta expirou);              nada foi alterado. Peça a pergunta de novo.",
+            crate::wire::quoted(course.title().as_str())
+        ));
+    };
+    if !confirmed {
+        return not_confirmed(course);
+    }
+    let answer = serde_json::json!({"interface": crate::app::APP_URI, "confirmar": true});
+    Confirmation::Confirmed {
+        version,
+        receipt: ApprovalReceipt::asked(question(course), version, answer.to_string(), OffsetDateTime::now_utc()),
+    }
 }
 
 fn cannot_confirm(options: &ServerOptions, course: &Course) -> Confirmation {
@@ -303,15 +343,20 @@ mod tests {
     fn a_sealed_question_opens_to_the_version_shown_for_the_same_caller_and_course_only() {
         let seal = ConfirmationSeal::random();
         let rust = course("Rust");
-        let state = seal.seal("ana", &rust).expect("sealed");
-        assert_eq!(seal.open("ana", &rust, &state), Some(rust.version()));
-        assert_eq!(seal.open("bruno", &rust, &state), None, "another caller");
-        assert_eq!(seal.open("ana", &course("Go"), &state), None, "another course");
-        assert_eq!(ConfirmationSeal::random().open("ana", &rust, &state), None, "another process's secret");
+        let state = seal.seal(ARCHIVE_TOOL, "ana", &rust).expect("sealed");
+        assert_eq!(seal.open(ARCHIVE_TOOL, "ana", &rust, &state), Some(rust.version()));
+        assert_eq!(seal.open(ARCHIVE_TOOL, "bruno", &rust, &state), None, "another caller");
+        assert_eq!(seal.open(ARCHIVE_TOOL, "ana", &course("Go"), &state), None, "another course");
+        assert_eq!(seal.open(crate::app::ARCHIVE_TOOL, "ana", &rust, &state), None, "the app's path");
+        assert_eq!(
+            ConfirmationSeal::random().open(ARCHIVE_TOOL, "ana", &rust, &state),
+            None,
+            "another process's secret"
+        );
         let mut tampered = state;
         tampered.push('A');
-        assert_eq!(seal.open("ana", &rust, &tampered), None, "tampered");
-        assert_eq!(seal.open("ana", &rust, &format!("arquivar:{}", rust.id())), None, "forged");
+        assert_eq!(seal.open(ARCHIVE_TOOL, "ana", &rust, &tampered), None, "tampered");
+        assert_eq!(seal.open(ARCHIVE_TOOL, "ana", &rust, &format!("arquivar:{}", rust.id())), None, "forged");
     }
 
     #[test]
@@ -320,8 +365,8 @@ mod tests {
         let first = ConfirmationSeal::with_secret(&secret).expect("secret");
         let second = ConfirmationSeal::with_secret(&secret).expect("secret");
         let rust = course("Rust");
-        let state = first.seal("ana", &rust).expect("sealed");
-        assert_eq!(second.open("ana", &rust, &state), Some(rust.version()));
+        let state = first.seal(ARCHIVE_TOOL, "ana", &rust).expect("sealed");
+        assert_eq!(second.open(ARCHIVE_TOOL, "ana", &rust, &state), Some(rust.version()));
         assert_eq!(
             ConfirmationSeal::with_secret(&[7_u8; 31]).err(),
             Some(ConfirmationSecretTooShort { minimum: 32, actual: 31 })

@@ -10,6 +10,7 @@
 
 #![deny(missing_docs)]
 
+pub mod app;
 mod arguments;
 mod caller;
 mod confirmation;

@@ -223,7 +223,7 @@ fn change_outcome_unknown(what: &str, id: &str) -> String {
     )
 }
 
-fn internal_tool_error(error: &(impl std::error::Error + ?Sized)) -> CallToolResult {
+pub(crate) fn internal_tool_error(error: &(impl std::error::Error + ?Sized)) -> CallToolResult {
     tracing::error!(error = %error_chain(error), "internal error while running a tool");
     refused(INTERNAL_TOOL_ERROR)
 }

@@ -25,10 +25,23 @@ use crate::reloaded_file::{self, ReloadedFile, Reread};
 use crate::state::ServerState;
 
 /// Every tool this server registers, by its wire name.
-pub const TOOLS: [&str; 5] = ["criar_curso", "atualizar_curso", "arquivar_curso", "listar_cursos", "ler_curso"];
+pub const TOOLS: [&str; 8] = [
+    "criar_curso",
+    "atualizar_curso",
+    "arquivar_curso",
+    "listar_cursos",
+    "ler_curso",
+    "ver_catalogo",
+    "interface_buscar_cursos",
+    "interface_arquivar_curso",
+];
 
 /// The tools that change the catalog: what read-only mode switches off.
-pub const WRITING_TOOLS: [&str; 3] = ["criar_curso", "atualizar_curso", "arquivar_curso"];
+pub const WRITING_TOOLS: [&str; 4] = ["criar_curso", "atualizar_curso", "arquivar_curso", "interface_arquivar_curso"];
+
+/// The app's tools that do what a model's tool does by another path (ADR 0039): switching the
+/// model's tool off switches its twin off too, so the app is never a way around the policy.
+pub const APP_TWINS: [(&str, &str); 1] = [("interface_arquivar_curso", "arquivar_curso")];
 
 /// Every prompt this server registers.
 pub const PROMPTS: [&str; 1] = ["criar-curso"];
@@ -66,7 +79,9 @@ impl CatalogPolicy {
     /// Whether `tool` may be listed and called.
     #[must_use]
     pub fn allows_tool(&self, tool: &str) -> bool {
-        !(self.switches.disabled_tools.contains(tool) || self.switches.read_only && WRITING_TOOLS.contains(&tool))
+        let own =
+            !(self.switches.disabled_tools.contains(tool) || self.switches.read_only && WRITING_TOOLS.contains(&tool));
+        own && APP_TWINS.iter().filter(|(app_tool, _)| *app_tool == tool).all(|(_, twin)| self.allows_tool(twin))
     }
 
     /// Whether `prompt` may be listed and got.
@@ -357,8 +372,22 @@ mod tests {
         let policy = Policy::parse("somente-leitura\n").expect("valid");
         let catalog = policy.for_catalog(courses_domain::CatalogName::DEFAULT);
         assert!(catalog.is_read_only());
-        assert_eq!(catalog.allowed_tools(), ["listar_cursos", "ler_curso"]);
+        assert_eq!(catalog.allowed_tools(), ["listar_cursos", "ler_curso", "ver_catalogo", "interface_buscar_cursos"]);
         assert!(catalog.allows_prompt("criar-curso"));
+    }
+
+    #[test]
+    fn the_app_s_archiving_is_off_whenever_arquivar_curso_is() {
+        let policy = Policy::parse("catalogo escola-a desativar ferramenta arquivar_curso\n").expect("valid");
+        assert!(!policy.allows_tool("escola-a", "interface_arquivar_curso"));
+        assert!(policy.allows_tool("escola-a", "ver_catalogo"));
+        assert!(policy.allows_tool(courses_domain::CatalogName::DEFAULT, "interface_arquivar_curso"));
+        let policy = Policy::parse("desativar ferramenta interface_arquivar_curso\n").expect("valid");
+        assert!(!policy.allows_tool(courses_domain::CatalogName::DEFAULT, "interface_arquivar_curso"));
+        assert!(
+            policy.allows_tool(courses_domain::CatalogName::DEFAULT, "arquivar_curso"),
+            "the twin rule goes one way"
+        );
     }
 
     #[test]
@@ -378,11 +407,14 @@ mod tests {
         let text = "desativar ferramenta arquivar_curso\ncatalogo escola-a somente-leitura\n\
                     catalogo escola-b desativar prompt criar-curso\n";
         let policy = Policy::parse(text).expect("valid");
-        assert_eq!(policy.for_catalog("escola-a").allowed_tools(), ["listar_cursos", "ler_curso"]);
+        assert_eq!(
+            policy.for_catalog("escola-a").allowed_tools(),
+            ["listar_cursos", "ler_curso", "ver_catalogo", "interface_buscar_cursos"]
+        );
         assert!(policy.allows_prompt("escola-a", "criar-curso"));
         assert_eq!(
             policy.for_catalog("escola-b").allowed_tools(),
-            ["criar_curso", "atualizar_curso", "listar_cursos", "ler_curso"]
+            ["criar_curso", "atualizar_curso", "listar_cursos", "ler_curso", "ver_catalogo", "interface_buscar_cursos"]
         );
         assert!(!policy.allows_prompt("escola-b", "criar-curso"));
         assert!(policy.allows_tool(courses_domain::CatalogName::DEFAULT, "criar_curso"));

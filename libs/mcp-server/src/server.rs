@@ -4,6 +4,7 @@
 //! |---|---|---|
 //! | tool | `criar_curso`, `atualizar_curso`, `arquivar_curso` | the `#[tool]` methods below |
 //! | tool (opt-in, read-only) | `listar_cursos`, `ler_curso` | the `#[tool]` methods below, hidden unless [`ServerOptions::resource_tools`](crate::ServerOptions) |
+//! | MCP App (extension clients only, ADR 0039) | resource `ui://cursos/catalogo`, entry tool `ver_catalogo`, app-only tools `interface_buscar_cursos`, `interface_arquivar_curso` | the `#[tool]` methods below, [`ServerHandler::list_resources`], [`ServerHandler::read_resource`]; the view is [`crate::app`]'s |
 //! | prompt | `criar-curso` | the `#[prompt]` method below |
 //! | resource | `cursos://catalogo` (and its pages) | [`ServerHandler::list_resources`], [`ServerHandler::read_resource`] |
 //! | resource template | `cursos://{uuid}`, `cursos://{uuid}/historico` (and its pages) | [`ServerHandler::list_resource_templates`], [`ServerHandler::read_resource`] |
@@ -37,10 +38,14 @@ use crate::hub::{self, DrainEnd, Refusal};
 use crate::state::ServerState;
 use crate::uris::{self, ResourceUri};
 use crate::wire::{
-    ArchiveCourseArguments, CatalogPageJson, CourseJson, CreateCourseArguments, CreateCoursePromptArguments,
-    HistoryPageJson, ListCoursesArguments, ReadCourseArguments, UpdateCourseArguments,
+    ArchiveCourseArguments, ArchiveQuestionJson, CatalogPageJson, CourseJson, CreateCourseArguments,
+    CreateCoursePromptArguments, HistoryPageJson, InterfaceArchiveArguments, ListCoursesArguments, ReadCourseArguments,
+    SearchCoursesArguments, SearchResultJson, UpdateCourseArguments, ViewCatalogArguments,
 };
-use crate::{arguments, evidence, outcomes, prompts, wire};
+use crate::{app, arguments, evidence, outcomes, prompts, wire};
+
+/// How many courses the app's search shows: as many as a completion offers.
+const SEARCH_RESULTS: usize = 20;
 
 const JSON: &str = "application/json";
 
@@ -181,7 +186,7 @@ impl CursosServer {
     ) -> Provenance {
         let arguments = serde_json::to_string(raw_arguments).unwrap_or_default();
         let caller = self.caller_of(context);
-        let mut evidence = evidence::of_request(context, self.surface_hash(&caller));
+        let mut evidence = evidence::of_request(context, self.surface_hash(&caller, app::declared_by(context)));
         if let Some(approval) = approval {
             evidence = evidence.with_approval(approval);
         }
@@ -191,21 +196,26 @@ impl CursosServer {
     /// The hash of what `caller` is offered now: the same lists `tools/list`, `prompts/list`,
     /// `resources/templates/list` and the static part of `resources/list` answer with. Computed
     /// for writes only (a few kilobytes of JSON and one SHA-256; reads never pay for it).
-    fn surface_hash(&self, caller: &Caller) -> String {
-        let tools = self.offered_tools(caller);
+    fn surface_hash(&self, caller: &Caller, renders_apps: bool) -> String {
+        let tools = self.offered_tools(caller, renders_apps);
         let prompts = self.offered_prompts(caller);
+        let resources = static_resources(renders_apps);
         evidence::surface_hash(&evidence::Surface {
             tools: &tools,
             prompts: &prompts,
             resource_templates: &resource_templates(),
-            resources: &[catalog_resource()],
+            resources: &resources,
         })
     }
 
-    /// The tools `caller` is offered: a caller that may not write sees only the read-only ones,
-    /// and none the operator's policy disabled for its catalog (ADR 0036).
-    fn offered_tools(&self, caller: &Caller) -> Vec<rmcp::model::Tool> {
+    /// The tools `caller` is offered: the app's only to a client that renders apps
+    /// (`renders_apps`, ADR 0039), only the read-only ones to a caller that may not write, and
+    /// none the operator's policy disabled for its catalog (ADR 0036).
+    fn offered_tools(&self, caller: &Caller, renders_apps: bool) -> Vec<rmcp::model::Tool> {
         let mut tools = self.routers.tools.list_all();
+        if !renders_apps {
+            tools.retain(|tool| !app::is_app_tool(&tool.name));
+        }
         if !caller.scope().can_write() {
             tools.retain(|tool| !is_writing(tool));
         }
@@ -386,6 +396,119 @@ impl CursosServer {
             Err(errors) => outcomes::refused(&errors.message()),
         }
     }
+
+    /// Mostra o catálogo de cursos ativos numa interface (tabela com busca, detalhe, cadastro, edição e arquivamento), para clientes que exibem MCP Apps.
+    /// Devolve a primeira página do catálogo (o mesmo JSON de cursos://catalogo); para a seguinte, passe em pagina o valor de proximaPagina.
+    /// Somente leitura: abrir a interface não altera nada.
+    #[tool(
+        name = "ver_catalogo",
+        title = "Ver catálogo",
+        input_schema = input_schema::<ViewCatalogArguments>(),
+        output_schema = output_schema::<CatalogPageJson>(),
+        annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false),
+        meta = app::entry_tool_meta()
+    )]
+    async fn view_catalog(&self, raw_arguments: JsonObject, context: RequestContext<RoleServer>) -> CallToolResult {
+        // The same page, cursor and refusals as listar_cursos: one reading of the catalog.
+        self.list_courses(raw_arguments, context).await
+    }
+
+    /// Busca cursos ativos pelo que o usuário digitou (parte do título ou o id), melhores primeiro: a mesma busca que completa o id de cursos://{uuid}.
+    /// Só para a interface do catálogo. Somente leitura.
+    #[tool(
+        name = "interface_buscar_cursos",
+        title = "Buscar cursos (interface)",
+        input_schema = input_schema::<SearchCoursesArguments>(),
+        output_schema = output_schema::<SearchResultJson>(),
+        annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false),
+        meta = app::app_only_tool_meta()
+    )]
+    async fn search_courses(&self, raw_arguments: JsonObject, context: RequestContext<RoleServer>) -> CallToolResult {
+        let typed = match arguments::search_courses(&raw_arguments) {
+            Ok(typed) => typed,
+            Err(errors) => return outcomes::refused(&errors.message()),
+        };
+        match self.catalog_of(&context).suggest(&typed, SEARCH_RESULTS + 1).await {
+            Ok(courses) => {
+                let found = SearchResultJson {
+                    mais_resultados: courses.len() > SEARCH_RESULTS,
+                    cursos: courses.iter().take(SEARCH_RESULTS).map(CourseJson::from_course).collect(),
+                };
+                match serde_json::to_string(&found) {
+                    Ok(json) => outcomes::read_only(&json),
+                    Err(error) => outcomes::internal_tool_error(&error),
+                }
+            }
+            Err(error) => outcomes::internal_tool_error(&error),
+        }
+    }
+
+    /// Arquiva um curso pela interface do catálogo, que mostra ao usuário a pergunta do servidor: sem estadoPergunta, devolve a pergunta e nada muda; com estadoPergunta e confirmar, arquiva a versão mostrada se confirmar for true.
+    /// Só para a interface do catálogo. As mesmas recusas de arquivar_curso.
+    #[tool(
+        name = "interface_arquivar_curso",
+        title = "Arquivar curso (interface)",
+        input_schema = input_schema::<InterfaceArchiveArguments>(),
+        annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false),
+        meta = app::app_only_tool_meta()
+    )]
+    async fn interface_archive_course(
+        &self,
+        raw_arguments: JsonObject,
+        context: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let request = match arguments::interface_archive(&raw_arguments) {
+            Ok(request) => request,
+            Err(errors) => return outcomes::refused(&errors.message()),
+        };
+        let catalog = self.catalog_of(&context);
+        let course = match catalog.get(request.id).await {
+            Ok(course) => course,
+            Err(GetCourseError::NotFound { id }) => {
+                return outcomes::archived(Err(ArchiveCourseError::NotFound { id }));
+            }
+            Err(GetCourseError::Store(error)) => return outcomes::archived(Err(error.into())),
+        };
+        let caller = self.caller_of(&context);
+        let stale = request.expected_version.is_some_and(|expected| expected != course.version());
+        if course.is_archived() || stale {
+            // A no-op or a refusal, exactly as arquivar_curso answers it: nothing is asked nor written.
+            let provenance = Provenance::new(caller.name(), app::ARCHIVE_TOOL, "");
+            return outcomes::archived(catalog.archive_if(request.id, request.expected_version, provenance).await);
+        }
+        let Some((state, confirmed)) = request.answer else {
+            return match confirmation::interface_question(&self.state.confirmations, caller.name(), &course) {
+                Some((pergunta, estado_pergunta)) => {
+                    let question =
+                        ArchiveQuestionJson { pergunta, estado_pergunta, curso: CourseJson::from_course(&course) };
+                    match serde_json::to_string(&question) {
+                        Ok(json) => outcomes::read_only(&json),
+                        Err(error) => outcomes::internal_tool_error(&error),
+                    }
+                }
+                None => outcomes::refused(outcomes::INTERNAL_TOOL_ERROR),
+            };
+        };
+        let (shown_version, receipt) = match confirmation::interface_answer(
+            &self.state.confirmations,
+            caller.name(),
+            &course,
+            &state,
+            confirmed,
+        ) {
+            Confirmation::Confirmed { version, receipt } => (version, receipt),
+            Confirmation::Refused(message) => return outcomes::refused(&message),
+            Confirmation::Ask(_) => return outcomes::refused(outcomes::INTERNAL_TOOL_ERROR),
+        };
+        let provenance = self.provenance(&context, app::ARCHIVE_TOOL, &raw_arguments, Some(receipt));
+        // Only the version the user was shown is archived: a change since refuses.
+        let outcome = catalog.archive_if(request.id, Some(shown_version), provenance).await;
+        if let Err(ArchiveCourseError::StaleVersion { .. }) = outcome {
+            let current = catalog.get(request.id).await.ok();
+            return outcomes::changed_since_confirmation(&course, current.as_ref());
+        }
+        outcomes::archived(outcome)
+    }
 }
 
 #[prompt_router]
@@ -417,6 +540,16 @@ fn catalog_resource() -> Resource {
         .with_description("Cursos ativos, mais antigos primeiro, até 100 por página; siga proximaPagina.")
         .with_mime_type(JSON)
         .with_icons(icons())
+}
+
+/// The static resources a client is offered: the catalog, and the app to a client that renders
+/// apps (ADR 0039).
+fn static_resources(renders_apps: bool) -> Vec<Resource> {
+    let mut resources = vec![catalog_resource()];
+    if renders_apps {
+        resources.push(app::app_resource());
+    }
+    resources
 }
 
 /// What `resources/templates/list` answers.
@@ -484,6 +617,10 @@ impl ServerHandler for CursosServer {
             let Some(tool) = self.routers.tools.get(&request.name) else {
                 return Err(outcomes::unknown_tool(&request.name, self.state.options.resource_tools));
             };
+            // The app's tools do not exist for a client that does not render apps (ADR 0039).
+            if app::is_app_tool(&request.name) && !app::declared_by(&context) {
+                return Err(outcomes::unknown_tool(&request.name, self.state.options.resource_tools));
+            }
             if !caller.scope().can_write() && is_writing(tool) {
                 return Err(outcomes::scope_refused(&request.name, &caller));
             }
@@ -502,7 +639,8 @@ impl ServerHandler for CursosServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let mut result = ListToolsResult::with_all_items(self.offered_tools(&self.caller_of(&context)));
+        let offered = self.offered_tools(&self.caller_of(&context), app::declared_by(&context));
+        let mut result = ListToolsResult::with_all_items(offered);
         if is_modern(&context) {
             // The listing depends on the caller's key: never shared between callers.
             result.ttl_ms = Some(STATIC_LIST_TTL_MS);
@@ -537,9 +675,9 @@ impl ServerHandler for CursosServer {
                 .active_page(cursor, PageSize::default())
                 .await
                 .map_err(outcomes::internal_protocol_error)?;
-            let mut resources = Vec::with_capacity(page.courses.len() + 1);
+            let mut resources = Vec::with_capacity(page.courses.len() + 2);
             if cursor.is_none() {
-                resources.push(catalog_resource());
+                resources.extend(static_resources(app::declared_by(&context)));
             }
             resources.extend(page.courses.iter().map(course_resource));
             let mut result = ListResourcesResult::with_all_items(resources);
@@ -606,6 +744,19 @@ impl ServerHandler for CursosServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
         let uri = request.uri;
+        if uri == app::APP_URI {
+            // Offered only to clients that render apps; to any other it is no resource at all.
+            if !app::declared_by(&context) {
+                return Err(outcomes::resource_not_found(&uri));
+            }
+            let mut result = ReadResourceResult::new(vec![app::app_contents()]);
+            if is_modern(&context) {
+                // The view changes only with the server's version; the catalog it shows is read live.
+                result.ttl_ms = Some(STATIC_LIST_TTL_MS);
+                result.cache_scope = Some(CacheScope::Public);
+            }
+            return Ok(result.into());
+        }
         let catalog = self.catalog_of(&context);
         let json = match ResourceUri::parse(&uri) {
             None => return Err(outcomes::resource_not_found(&uri)),

@@ -351,6 +351,66 @@ pub(crate) struct ArchiveCourseArguments {
     versao: Option<u64>,
 }
 
+/// Arguments of `ver_catalogo` (schema only).
+#[derive(Debug, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+#[allow(dead_code, reason = "only its JSON Schema is used")]
+pub(crate) struct ViewCatalogArguments {
+    /// Página a mostrar (opcional): o valor de `proximaPagina` da resposta anterior. Sem ele, a primeira página.
+    pagina: Option<String>,
+}
+
+/// Arguments of `interface_buscar_cursos` (schema only).
+#[derive(Debug, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+#[allow(dead_code, reason = "only its JSON Schema is used")]
+pub(crate) struct SearchCoursesArguments {
+    /// O que o usuário digitou: parte do título ou o id. Vazio: os cursos mais antigos.
+    texto: Option<String>,
+}
+
+/// What `interface_buscar_cursos` answers: the active courses that match, best first.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(title = "Busca no catálogo")]
+pub struct SearchResultJson {
+    /// Os cursos ativos encontrados, melhores primeiro.
+    pub cursos: Vec<CourseJson>,
+    /// `true` quando há mais cursos que combinam do que os mostrados.
+    #[serde(rename = "maisResultados")]
+    pub mais_resultados: bool,
+}
+
+/// Arguments of `interface_arquivar_curso` (schema only).
+#[derive(Debug, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+#[allow(dead_code, reason = "only its JSON Schema is used")]
+pub(crate) struct InterfaceArchiveArguments {
+    /// Id (UUID) do curso a arquivar.
+    #[schemars(extend("format" = "uuid"))]
+    id: String,
+    /// Versão do curso mostrada ao usuário (opcional). Se o curso estiver em outra versão, nada é alterado.
+    #[schemars(range(min = 1))]
+    versao: Option<u64>,
+    /// A pergunta devolvida pela primeira chamada (sem ele, a chamada só devolve a pergunta).
+    #[serde(rename = "estadoPergunta")]
+    estado_pergunta: Option<String>,
+    /// A resposta do usuário à pergunta: true arquiva, false não muda nada.
+    confirmar: Option<bool>,
+}
+
+/// The question `interface_arquivar_curso` returns for the app to show (nothing is archived).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(title = "Pergunta de arquivamento")]
+pub struct ArchiveQuestionJson {
+    /// A pergunta a mostrar ao usuário, com as palavras do servidor.
+    pub pergunta: String,
+    /// Devolva este valor com a resposta; vale para este usuário e este curso, por alguns minutos.
+    #[serde(rename = "estadoPergunta")]
+    pub estado_pergunta: String,
+    /// O curso como a pergunta o mostra.
+    pub curso: CourseJson,
+}
+
 /// Arguments of the `criar-curso` prompt, read leniently: [`crate::prompts`] checks them and
 /// answers a missing one with a Portuguese message. The published argument list is
 /// [`crate::prompts::create_course_arguments`].

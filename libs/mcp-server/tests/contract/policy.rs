@@ -279,7 +279,7 @@ async fn a_policy_file_edited_while_running_is_followed_and_a_bad_edit_keeps_the
     let error = PolicyFile::load(&path).expect_err("invalid at start");
     assert_eq!(
         error.to_string(),
-        "line 1: unknown tool \"apagar_curso\": the tools are criar_curso, atualizar_curso, arquivar_curso, listar_cursos, ler_curso"
+        "line 1: unknown tool \"apagar_curso\": the tools are criar_curso, atualizar_curso, arquivar_curso, listar_cursos, ler_curso, ver_catalogo, interface_buscar_cursos, interface_arquivar_curso"
     );
 }
 
