@@ -5,8 +5,8 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use rmcp::model::{ReadResourceRequestParams, SubscribeRequestParams};
 use rmcp::RoleClient;
+use rmcp::model::{ReadResourceRequestParams, SubscribeRequestParams};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
@@ -83,7 +83,10 @@ async fn seed(path: &Path) {
         };
         let course = catalog.create(new, by("criar_curso")).await.expect("created");
         if index % 3 == 0 {
-            let changes = CourseChanges { workload_hours: Some(WorkloadHours::parse(999).expect("valid")), ..CourseChanges::default() };
+            let changes = CourseChanges {
+                workload_hours: Some(WorkloadHours::parse(999).expect("valid")),
+                ..CourseChanges::default()
+            };
             catalog.update(course.id(), changes, by("atualizar_curso")).await.expect("updated");
         }
         if index % 5 == 0 {
@@ -101,15 +104,22 @@ async fn an_export_imported_into_an_empty_database_gives_the_same_catalog_on_sql
     run_ok(Target::Sqlite(&source), &["export", "--history", "--output", export_arg]);
     let exported = std::fs::read_to_string(&export_file).expect("the export");
     let header = header_of(&exported);
-    assert_eq!((header["formato"].as_str(), header["total"].as_u64(), header["historico"].as_bool()), (Some("mcp-cursos/catalogo"), Some(30), Some(true)));
+    assert_eq!(
+        (header["formato"].as_str(), header["total"].as_u64(), header["historico"].as_bool()),
+        (Some("mcp-cursos/catalogo"), Some(30), Some(true))
+    );
     let original = courses_of(&exported);
     assert_eq!(original.len(), 30);
     assert_eq!(original.iter().filter(|course| course["arquivado"] == true).count(), 6, "archived courses too");
     assert_eq!(original[3]["versao"], 2, "versions kept");
     // The history exported is the course's, oldest first, in the contract's shape.
     let first: Value = serde_json::from_str(exported.lines().nth(1).expect("a course")).expect("JSON");
-    let tools: Vec<&str> =
-        first["historico"].as_array().expect("history").iter().map(|entry| entry["ferramenta"].as_str().expect("tool")).collect();
+    let tools: Vec<&str> = first["historico"]
+        .as_array()
+        .expect("history")
+        .iter()
+        .map(|entry| entry["ferramenta"].as_str().expect("tool"))
+        .collect();
     assert_eq!(tools, ["criar_curso", "atualizar_curso", "arquivar_curso"]);
 
     // Into an empty SQLite file: the same courses, field by field.
@@ -181,7 +191,10 @@ fn a_file_with_bad_rows_writes_nothing_and_names_each_line_and_field_and_partial
     let output = run(Target::Sqlite(&database), &["import", file_arg, "--partial"]);
     assert_eq!(output.status.code(), Some(2), "some rows refused");
     assert_eq!(text(&output.stdout).trim(), "import: 3 written, 0 already present, 5 refused");
-    let titles: Vec<Value> = courses_of(&export(Target::Sqlite(&database), &[])).into_iter().map(|course| course["titulo"].clone()).collect();
+    let titles: Vec<Value> = courses_of(&export(Target::Sqlite(&database), &[]))
+        .into_iter()
+        .map(|course| course["titulo"].clone())
+        .collect();
     assert_eq!(titles, ["Rust", "Go, a linguagem", "Kotlin"]);
     // To stdout (`-`, the default), the same lines as to a file.
     let to_stdout = run_ok(Target::Sqlite(&database), &["export"]);
@@ -189,7 +202,11 @@ fn a_file_with_bad_rows_writes_nothing_and_names_each_line_and_field_and_partial
 
     // A title the catalog already has is refused by line, as a tool call would be.
     let more = folder.path().join("mais.jsonl");
-    std::fs::write(&more, "{\"titulo\":\"kotlin\",\"cargaHoraria\":3,\"id\":\"7d8f1c2e-0b1a-4c5d-9e6f-112233445566\"}\n").expect("write");
+    std::fs::write(
+        &more,
+        "{\"titulo\":\"kotlin\",\"cargaHoraria\":3,\"id\":\"7d8f1c2e-0b1a-4c5d-9e6f-112233445566\"}\n",
+    )
+    .expect("write");
     let output = run(Target::Sqlite(&database), &["import", more.to_str().expect("UTF-8")]);
     assert_eq!(output.status.code(), Some(1));
     assert!(text(&output.stderr).contains("linha 1: titulo: já existe um curso ativo com este título no catálogo."));
@@ -214,7 +231,11 @@ fn importing_the_same_file_twice_changes_nothing_and_a_dry_run_writes_nothing() 
     let second = run_ok(Target::Sqlite(&database), &["import", file_arg]);
     assert_eq!(second.trim(), "import: 0 written, 120 already present, 0 refused");
     let after_second = export(Target::Sqlite(&database), &["--history"]);
-    assert_eq!(after_second.lines().skip(1).collect::<Vec<_>>(), after_first.lines().skip(1).collect::<Vec<_>>(), "not one field, not one history entry");
+    assert_eq!(
+        after_second.lines().skip(1).collect::<Vec<_>>(),
+        after_first.lines().skip(1).collect::<Vec<_>>(),
+        "not one field, not one history entry"
+    );
     let dry = run_ok(Target::Sqlite(&database), &["import", file_arg, "--dry-run"]);
     assert_eq!(dry.trim(), "import (dry run): 0 new, 120 already present, 0 refused; nothing written");
 }

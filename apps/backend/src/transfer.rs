@@ -19,7 +19,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use courses_domain::{Catalog, CatalogName, Course, ExportEnd, ExportSink, HistoryEntry, ImportOutcome, OffsetDateTime, Provenance, WriteError};
+use courses_domain::{
+    Catalog, CatalogName, Course, ExportEnd, ExportSink, HistoryEntry, ImportOutcome, OffsetDateTime, Provenance,
+    WriteError,
+};
 use mcp_server::portable::{self, FieldError, HeaderJson, ImportRow};
 
 use crate::progress::{Interrupt, Progress};
@@ -363,14 +366,26 @@ struct Run<'run> {
     now: OffsetDateTime,
 }
 
+/// A refused row: its line and its problems.
+type Refused = (u64, Vec<FieldError>);
+
+/// A row with its line: read, or refused with its problems.
+type NumberedRow = (u64, Result<ImportRow, Vec<FieldError>>);
+
 /// The rows of the file, one at a time, with their line numbers.
 enum Rows {
-    Json { lines: std::io::Lines<BufReader<std::fs::File>>, line: u64 },
-    Csv { records: csv::StringRecordsIntoIter<std::fs::File>, columns: Result<(usize, usize, Option<usize>), FieldError> },
+    Json {
+        lines: std::io::Lines<BufReader<std::fs::File>>,
+        line: u64,
+    },
+    Csv {
+        records: csv::StringRecordsIntoIter<std::fs::File>,
+        columns: Result<(usize, usize, Option<usize>), FieldError>,
+    },
 }
 
 impl Rows {
-    fn open(path: &Path, format: Format) -> anyhow::Result<(Self, Option<(u64, Vec<FieldError>)>)> {
+    fn open(path: &Path, format: Format) -> anyhow::Result<(Self, Option<Refused>)> {
         let file = std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
         match format {
             Format::Jsonl => Ok((Self::Json { lines: BufReader::new(file).lines(), line: 0 }, None)),
@@ -391,7 +406,7 @@ impl Rows {
 
     /// The next row: its line, and the row or its problems; `None` at the end. A header line of
     /// JSON Lines is skipped.
-    fn next_row(&mut self) -> anyhow::Result<Option<(u64, Result<ImportRow, Vec<FieldError>>)>> {
+    fn next_row(&mut self) -> anyhow::Result<Option<NumberedRow>> {
         loop {
             match self {
                 Self::Json { lines, line } => {
@@ -422,7 +437,11 @@ impl Rows {
                             record.len()
                         ))])
                     } else {
-                        portable::parse_csv_record(record.get(*title), record.get(*hours), id.and_then(|id| record.get(id)))
+                        portable::parse_csv_record(
+                            record.get(*title),
+                            record.get(*hours),
+                            id.and_then(|id| record.get(id)),
+                        )
                     };
                     return Ok(Some((line, row)));
                 }
@@ -520,14 +539,22 @@ impl Run<'_> {
                     match outcome {
                         ImportOutcome::Inserted => tally.new += 1,
                         ImportOutcome::AlreadyPresent => tally.present += 1,
-                        ImportOutcome::TitleTaken => report(&mut tally, *line, &[FieldError {
-                            field: "titulo",
-                            message: "já existe um curso ativo com este título no catálogo.".to_owned(),
-                        }]),
-                        ImportOutcome::IdTaken => report(&mut tally, *line, &[FieldError {
-                            field: "id",
-                            message: "este id é de um curso de outro catálogo deste banco de dados.".to_owned(),
-                        }]),
+                        ImportOutcome::TitleTaken => report(
+                            &mut tally,
+                            *line,
+                            &[FieldError {
+                                field: "titulo",
+                                message: "já existe um curso ativo com este título no catálogo.".to_owned(),
+                            }],
+                        ),
+                        ImportOutcome::IdTaken => report(
+                            &mut tally,
+                            *line,
+                            &[FieldError {
+                                field: "id",
+                                message: "este id é de um curso de outro catálogo deste banco de dados.".to_owned(),
+                            }],
+                        ),
                     }
                 }
                 progress.advance(u64::try_from(batch.len()).unwrap_or(u64::MAX));

@@ -56,8 +56,8 @@ pub use postgres::{CHANGES_CHANNEL, FOLLOW_POLL, OpenPostgresStoreError, Postgre
 pub use sqlite::{OpenStoreError, SqliteStore};
 pub use sqlite_follow::SQLITE_FOLLOW_POLL;
 pub use store::{
-    ChangeFollower, CourseStore, ExportEnd, ExportSink, IdempotentInsert, ImportOutcome, PoolStatus, RemoteChange, Replaced, StoreError, Unwritable,
-    WriteError,
+    ChangeFollower, CourseStore, ExportEnd, ExportSink, IdempotentInsert, ImportOutcome, PoolStatus, RemoteChange,
+    Replaced, StoreError, Unwritable, WriteError,
 };
 pub use time::OffsetDateTime;
 pub use workload_hours::{WorkloadHours, WorkloadHoursError};

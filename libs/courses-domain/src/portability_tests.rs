@@ -5,8 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use super::{Backend, TestDatabase, by, new_course};
 use crate::{
-    CatalogName, Course, CourseId, ExportEnd, ExportSink, HistoryEntry, ImportOutcome, Provenance,
-    RemoteChange,
+    CatalogName, Course, CourseId, ExportEnd, ExportSink, HistoryEntry, ImportOutcome, Provenance, RemoteChange,
 };
 
 on_both_stores! {
@@ -51,14 +50,21 @@ fn a_batch_stores_new_courses_and_leaves_present_ids_and_taken_titles_alone(back
     let fresh = imported("Arquitetura", 20);
     let batch = [
         fresh.clone(),
-        existing.clone(),                  // its id is here
-        imported("  RUST ", 30),           // another active course has the title
+        existing.clone(),        // its id is here
+        imported("  RUST ", 30), // another active course has the title
         // An earlier course of the batch took the title (under another id: without one, the
         // same title key would be the same deterministic id, already present).
         Course::create(new_course("arquitetura", 40), time::OffsetDateTime::now_utc()),
-        archived("Rust"),                  // archived: titles of archived courses may repeat
-        Course::imported(elsewhere.id(), new_course("Python", 1), false, 1, elsewhere.created_at(), elsewhere.updated_at())
-            .expect("valid"),              // the id is another catalog's
+        archived("Rust"), // archived: titles of archived courses may repeat
+        Course::imported(
+            elsewhere.id(),
+            new_course("Python", 1),
+            false,
+            1,
+            elsewhere.created_at(),
+            elsewhere.updated_at(),
+        )
+        .expect("valid"), // the id is another catalog's
     ];
     let outcomes = store.import_batch(&catalog(), &batch, &importer(), false).expect("imported");
     assert_eq!(
@@ -85,7 +91,10 @@ fn a_batch_stores_new_courses_and_leaves_present_ids_and_taken_titles_alone(back
     // A course another database had revised arrives as it was: before and after are the course.
     let history = store.history_page(&catalog(), &batch[4], None, 10).expect("history");
     let [(entry, _)] = &history[..] else { panic!("one entry: {history:?}") };
-    assert_eq!((entry.provenance.tool(), entry.before.as_ref(), &entry.after), ("importar", Some(&batch[4]), &batch[4]));
+    assert_eq!(
+        (entry.provenance.tool(), entry.before.as_ref(), &entry.after),
+        ("importar", Some(&batch[4]), &batch[4])
+    );
 }
 
 fn importing_the_same_batch_again_writes_nothing(backend: Backend) {
@@ -111,7 +120,7 @@ fn a_dry_run_tells_what_a_batch_would_do_and_writes_nothing(backend: Backend) {
     let existing = imported("Rust", 10);
     store.import_batch(&catalog(), std::slice::from_ref(&existing), &importer(), false).expect("imported");
     let with_random_id = |title| Course::create(new_course(title, 3), time::OffsetDateTime::now_utc());
-    let batch = [imported("Go", 10), existing.clone(), with_random_id("rust"), with_random_id("go"), imported(" RUST", 7)];
+    let batch = [imported("Go", 10), existing, with_random_id("rust"), with_random_id("go"), imported(" RUST", 7)];
     let outcomes = store.import_batch(&catalog(), &batch, &importer(), true).expect("checked");
     assert_eq!(
         outcomes,
@@ -148,7 +157,9 @@ fn another_process_following_the_database_hears_of_every_imported_course(backend
         let ids: Vec<CourseId> = heard.lock().expect("lock").iter().map(|change| change.course_id).collect();
         if ids.len() >= expected.len() {
             assert_eq!(ids, expected, "each imported course once, in order");
-            assert!(heard.lock().expect("lock").iter().all(|change| change.changes_listing && change.catalog == catalog()));
+            assert!(
+                heard.lock().expect("lock").iter().all(|change| change.changes_listing && change.catalog == catalog())
+            );
             break;
         }
         assert!(std::time::Instant::now() < deadline, "heard only {ids:?}");

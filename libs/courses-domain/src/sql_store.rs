@@ -682,7 +682,8 @@ impl<Store: SqlBackend> CourseStore for Store {
         provenance: &Provenance,
         dry_run: bool,
     ) -> Result<Vec<ImportOutcome>, WriteError> {
-        let rows = courses.iter().map(|course| CourseRow::from_course(catalog, course)).collect::<Result<Vec<_>, _>>()?;
+        let rows =
+            courses.iter().map(|course| CourseRow::from_course(catalog, course)).collect::<Result<Vec<_>, _>>()?;
         if dry_run {
             return Ok(self
                 .run_read(|connection| {

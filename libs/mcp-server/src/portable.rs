@@ -167,7 +167,11 @@ fn check_header(format: &Value, version: Option<&Value>) -> Result<(), Vec<Field
 ///
 /// # Errors
 /// Every problem of the record, each naming its field.
-pub fn parse_csv_record(title: Option<&str>, hours: Option<&str>, id: Option<&str>) -> Result<ImportRow, Vec<FieldError>> {
+pub fn parse_csv_record(
+    title: Option<&str>,
+    hours: Option<&str>,
+    id: Option<&str>,
+) -> Result<ImportRow, Vec<FieldError>> {
     let mut fields = Map::new();
     if let Some(title) = title {
         fields.insert(TITLE.to_owned(), Value::String(title.to_owned()));
@@ -317,7 +321,10 @@ fn instant(errors: &mut Vec<FieldError>, name: &'static str, value: &Value) -> O
         .as_str()
         .and_then(|text| OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339).ok());
     if parsed.is_none() {
-        errors.push(FieldError::new(name, format!("Campo '{name}' deve ser uma data RFC 3339 (2026-12-01T10:00:00.000Z).")));
+        errors.push(FieldError::new(
+            name,
+            format!("Campo '{name}' deve ser uma data RFC 3339 (2026-12-01T10:00:00.000Z)."),
+        ));
     }
     parsed
 }
