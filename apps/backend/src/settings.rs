@@ -188,7 +188,8 @@ pub enum Command {
     /// Writes the whole catalog (active and archived courses, with ids, versions and instants;
     /// with --history, each course's history) as JSON Lines in the contract's shapes, from one
     /// snapshot while the server goes on serving (ADR 0040). To a file, written whole or not at
-    /// all (Ctrl-C leaves none), or to stdout (`-`, the default). Exit 0, or 130 when interrupted.
+    /// all (Ctrl-C leaves none), or to stdout (`-`, the default). The database is the server's
+    /// (DATABASE_URL, else DATABASE_PATH). Exit 0, or 130 when interrupted.
     Export(crate::transfer::ExportArgs),
     /// Imports courses from JSON Lines (an export) or CSV (`titulo,cargaHoraria[,id]` with a
     /// header row), each row through the catalog's rules; a refused row is printed as
@@ -200,7 +201,7 @@ pub enum Command {
     /// and running the same command again goes on where it stopped. A title taken by another
     /// writer during the import refuses that row only (exit 2). Exit 0; 1 when rows were refused
     /// and nothing was written; 2 when some rows were written and some refused; 130 when
-    /// interrupted (ADR 0040).
+    /// interrupted. The database is the server's (DATABASE_URL, else DATABASE_PATH) (ADR 0040).
     Import(crate::transfer::ImportArgs),
 }
 
