@@ -5,7 +5,7 @@
 #
 #   bash bench/portability.sh                 # 1,000,000 courses, every operation, RUNS=3 each
 #   SIZE=100000 RUNS=1 bash bench/portability.sh
-#   OPS="export import" bash bench/portability.sh
+#   OPS="export import_jsonl" SKIP_BUILD=1 bash bench/portability.sh
 #
 # Each operation is a function `op_<name>` that runs one timed command through `measure`; to add
 # one (migrate, backup, restore: ADR 0041), write its function and add its name to OPS. Prints one
@@ -92,7 +92,8 @@ medians() {
 }
 
 main() {
-    build
+    # SKIP_BUILD=1: measure the release binaries already built.
+    test "${SKIP_BUILD:-0}" = 1 || build
     dataset
     for op in $OPS; do rm -f "$WORK/$op.runs"; done
     for _ in $(seq "$RUNS"); do
