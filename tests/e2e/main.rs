@@ -19,4 +19,5 @@ mod soak;
 mod stdio_lines;
 mod support;
 mod tenants;
+mod transfer;
 mod transports;

@@ -41,6 +41,7 @@ mod rate_limit;
 mod session_cap;
 mod settings;
 pub mod startup;
+pub mod transfer;
 
 use std::num::{NonZeroU32, NonZeroUsize};
 use std::sync::Arc;

@@ -31,6 +31,14 @@ async fn main() -> anyhow::Result<()> {
             stdout.flush()?;
             std::process::exit(i32::from(findings.iter().any(backend::startup::Finding::fails)));
         }
+        Some(Command::Export(arguments)) => {
+            let status = backend::transfer::export(database_of(&settings), arguments.clone()).await?;
+            std::process::exit(status);
+        }
+        Some(Command::Import(arguments)) => {
+            let status = backend::transfer::import(database_of(&settings), arguments.clone()).await?;
+            std::process::exit(status);
+        }
         None => {}
     }
     backend::startup::check_no_auth(&settings)?;
@@ -153,6 +161,11 @@ fn keys_command(command: &KeysCommand, keys_file: Option<&std::path::Path>) -> a
         }
     }
     Ok(())
+}
+
+/// The database of the settings, for `export` and `import`.
+fn database_of(settings: &Settings) -> backend::transfer::Database {
+    backend::transfer::Database { url: settings.database_url.clone(), path: settings.database_path.clone() }
 }
 
 /// Cancels `shutdown` on SIGINT or SIGTERM.

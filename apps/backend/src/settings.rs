@@ -185,6 +185,24 @@ pub enum Command {
     /// is free, ALLOWED_HOSTS is valid. One line per finding on stdout; exit 0 only when none is
     /// an error.
     Check,
+    /// Writes the whole catalog (active and archived courses, with ids, versions and instants;
+    /// with --history, each course's history) as JSON Lines in the contract's shapes, from one
+    /// snapshot while the server goes on serving (ADR 0040). To a file, written whole or not at
+    /// all (Ctrl-C leaves none), or to stdout (`-`, the default). The database is the server's
+    /// (DATABASE_URL, else DATABASE_PATH). Exit 0, or 130 when interrupted.
+    Export(crate::transfer::ExportArgs),
+    /// Imports courses from JSON Lines (an export) or CSV (`titulo,cargaHoraria[,id]` with a
+    /// header row), each row through the catalog's rules; a refused row is printed as
+    /// `linha N: campo: motivo`. Nothing is written unless every row is valid (--partial writes
+    /// the valid ones). Idempotent: a row whose course is already in the catalog (same id; a row
+    /// without id gets a UUID v5 of catalog and title) is skipped, so a second import changes
+    /// nothing. Written in batches of one transaction each; a running server announces every
+    /// imported course to its subscribers. Ctrl-C stops between batches: the batches before stay,
+    /// and running the same command again goes on where it stopped. A title taken by another
+    /// writer during the import refuses that row only (exit 2). Exit 0; 1 when rows were refused
+    /// and nothing was written; 2 when some rows were written and some refused; 130 when
+    /// interrupted. The database is the server's (DATABASE_URL, else DATABASE_PATH) (ADR 0040).
+    Import(crate::transfer::ImportArgs),
 }
 
 /// `keys create|revoke|list`.

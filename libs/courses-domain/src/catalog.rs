@@ -519,6 +519,43 @@ impl Catalog {
         self.store.follow_changes(Box::new(on_change))
     }
 
+    /// Stores a batch of imported courses in one transaction ([`CourseStore::import_batch`],
+    /// ADR 0040), telling this catalog's observers of each course created. **Blocking**: for the
+    /// operator commands, which call it from a thread that may block (never an async worker).
+    ///
+    /// # Errors
+    /// [`WriteError`]: nothing of the batch was written (unless [`WriteError::OutcomeUnknown`]).
+    pub fn import_batch(
+        &self,
+        courses: &[Course],
+        provenance: &Provenance,
+        dry_run: bool,
+    ) -> Result<Vec<crate::ImportOutcome>, WriteError> {
+        let outcomes = self.store.import_batch(&self.name, courses, provenance, dry_run)?;
+        if !dry_run {
+            for (course, outcome) in courses.iter().zip(&outcomes) {
+                if *outcome == crate::ImportOutcome::Inserted && !course.is_archived() {
+                    self.announce(&CourseChange::Created(course.clone()));
+                }
+            }
+        }
+        Ok(outcomes)
+    }
+
+    /// Sends the whole catalog to `sink` from one snapshot ([`CourseStore::export`], ADR 0040).
+    /// **Blocking**, as [`Catalog::import_batch`].
+    ///
+    /// # Errors
+    /// [`StoreError`] when the storage fails.
+    pub fn export(
+        &self,
+        with_history: bool,
+        page_size: usize,
+        sink: &mut dyn crate::ExportSink,
+    ) -> Result<crate::ExportEnd, StoreError> {
+        self.store.export(&self.name, with_history, page_size, sink)
+    }
+
     /// How busy the store's connection pool is (for metrics; does not touch the database).
     #[must_use]
     pub fn pool_status(&self) -> crate::PoolStatus {

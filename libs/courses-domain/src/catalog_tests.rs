@@ -1279,3 +1279,7 @@ fn a_database_from_before_catalogs_is_migrated_in_place_into_the_default_catalog
         assert_eq!(catalog.count_active().await.expect("count"), 1);
     });
 }
+
+// The bulk write and the snapshot export of `import`/`export` (ADR 0040), on both stores.
+#[path = "portability_tests.rs"]
+mod portability;

@@ -45,6 +45,20 @@ impl CourseChanges {
     }
 }
 
+/// Why [`Course::imported`] refused a course another database is said to have kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum ImportedCourseError {
+    /// The version is 0 (a course starts at 1) or too large to store.
+    #[error("version out of range: a course starts at version 1")]
+    Version,
+    /// `updated_at` is before `created_at`.
+    #[error("updated before it was created")]
+    UpdatedBeforeCreated,
+    /// Archived at version 1: an archiving is a write after the creation.
+    #[error("archived at version 1")]
+    ArchivedAtFirstVersion,
+}
+
 /// Why a rule refused to change a course.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ChangeRefusal {
@@ -66,6 +80,51 @@ impl Course {
             created_at: now,
             updated_at: now,
         }
+    }
+
+    /// A new active course with a given identity, version 1, created and updated at `now`: a row
+    /// of an import that named its id or got its deterministic one ([`CourseId::for_import`]).
+    #[must_use]
+    pub fn create_with_id(id: CourseId, new_course: NewCourse, now: OffsetDateTime) -> Self {
+        Self { id, ..Self::create(new_course, now) }
+    }
+
+    /// A course as another database kept it (an export's line), taken as it was: its id, version
+    /// and instants are kept, so that an export imported into an empty database gives the same
+    /// catalog (ADR 0040). Its title, workload and id already passed their rules; what is checked
+    /// here is what ties the fields together. Instants are kept at millisecond precision, as
+    /// every store keeps them.
+    ///
+    /// # Errors
+    /// [`ImportedCourseError`] naming the field whose value no rule could have made.
+    pub fn imported(
+        id: CourseId,
+        new_course: NewCourse,
+        archived: bool,
+        version: u64,
+        created_at: OffsetDateTime,
+        updated_at: OffsetDateTime,
+    ) -> Result<Self, ImportedCourseError> {
+        if version == 0 || i64::try_from(version).is_err() {
+            return Err(ImportedCourseError::Version);
+        }
+        let (created_at, updated_at) = (truncate_to_millis(created_at), truncate_to_millis(updated_at));
+        if updated_at < created_at {
+            return Err(ImportedCourseError::UpdatedBeforeCreated);
+        }
+        // An archived course was written at least twice (created, then archived).
+        if archived && version < 2 {
+            return Err(ImportedCourseError::ArchivedAtFirstVersion);
+        }
+        Ok(Self {
+            id,
+            title: new_course.title,
+            workload_hours: new_course.workload_hours,
+            archived,
+            version,
+            created_at,
+            updated_at,
+        })
     }
 
     /// Rebuilds a course from stored fields. Only stores call this, with values a rule produced.

@@ -10,6 +10,10 @@ use uuid::Uuid;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct CourseId(Uuid);
 
+/// The namespace of [`CourseId::for_import`]'s UUIDs (a fixed random v4, chosen once: changing it
+/// would make a re-import create every id-less row again).
+const IMPORT_NAMESPACE: Uuid = Uuid::from_u128(0x6f1c_2a4e_93b7_4d0a_8e51_c7f2_b9d4_0e38);
+
 /// Why a text is not a [`CourseId`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("not a UUID in hyphenated form (xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)")]
@@ -20,6 +24,16 @@ impl CourseId {
     #[must_use]
     pub fn generate() -> Self {
         Self(Uuid::new_v4())
+    }
+
+    /// The identity an imported row without an id gets: a UUID v5 (name-based, SHA-1) of its
+    /// catalog and title comparison key, under this project's own namespace. The same row imported
+    /// twice into one catalog gets the same id, so the second import finds it already there
+    /// (ADR 0040); the same title in two catalogs gets two ids.
+    #[must_use]
+    pub fn for_import(catalog: &crate::CatalogName, title: &crate::CourseTitle) -> Self {
+        let name = format!("{}\n{}", catalog.as_str(), title.comparison_key());
+        Self(Uuid::new_v5(&IMPORT_NAMESPACE, name.as_bytes()))
     }
 
     /// Parses the hyphenated text form of a UUID (any case, surrounding whitespace ignored).
@@ -52,6 +66,19 @@ impl fmt::Display for CourseId {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_imported_row_gets_the_same_id_for_the_same_catalog_and_title_key_only() {
+        let catalog = crate::CatalogName::parse("escola").expect("valid");
+        let other = crate::CatalogName::parse("outra").expect("valid");
+        let title = |text| crate::CourseTitle::parse(text).expect("valid");
+        let id = CourseId::for_import(&catalog, &title("Rust Básico"));
+        assert_eq!(id.as_uuid().get_version_num(), 5);
+        // Same comparison key (case, width, spaces): same id.
+        assert_eq!(id, CourseId::for_import(&catalog, &title("RUST  básico")));
+        assert_ne!(id, CourseId::for_import(&catalog, &title("Rust Avançado")));
+        assert_ne!(id, CourseId::for_import(&other, &title("Rust Básico")));
+    }
 
     #[test]
     fn a_generated_id_is_a_version_4_uuid() {

@@ -45,7 +45,7 @@ pub use catalog::{
     UpdateCourseError,
 };
 pub use catalog_name::{CatalogName, CatalogNameError};
-pub use course::{Course, CourseChanges, CourseRevision, NewCourse};
+pub use course::{Course, CourseChanges, CourseRevision, ImportedCourseError, NewCourse};
 pub use course_id::{CourseId, CourseIdError};
 pub use course_title::{CourseTitle, CourseTitleError, TitleSearchKey, code_point, comparison_key_of};
 pub use database_settings::{DatabaseSettingError, OpenedDatabase, open_database};
@@ -56,8 +56,8 @@ pub use postgres::{CHANGES_CHANNEL, FOLLOW_POLL, OpenPostgresStoreError, Postgre
 pub use sqlite::{OpenStoreError, SqliteStore};
 pub use sqlite_follow::SQLITE_FOLLOW_POLL;
 pub use store::{
-    ChangeFollower, CourseStore, IdempotentInsert, PoolStatus, RemoteChange, Replaced, StoreError, Unwritable,
-    WriteError,
+    ChangeFollower, CourseStore, ExportEnd, ExportSink, IdempotentInsert, ImportOutcome, PoolStatus, RemoteChange,
+    Replaced, StoreError, Unwritable, WriteError,
 };
 pub use time::OffsetDateTime;
 pub use workload_hours::{WorkloadHours, WorkloadHoursError};

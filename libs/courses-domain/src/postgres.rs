@@ -462,9 +462,7 @@ impl SqlBackend for PostgresStore {
                     lock_active_set(connection, &change.catalog)?;
                 }
                 let outcome = write(&mut SqlConnection::Postgres(connection))?;
-                if outcome.wrote() {
-                    notify_change(connection, self.announcer(), &change)?;
-                }
+                outcome.announce(&change, &mut |stored| notify_change(connection, self.announcer(), stored))?;
                 // Every statement was answered: an error from here on is the COMMIT's.
                 committing.set(true);
                 Ok(outcome)

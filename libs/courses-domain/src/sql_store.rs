@@ -27,7 +27,10 @@ use time::format_description::BorrowedFormatItem;
 use time::macros::format_description;
 use time::{OffsetDateTime, PrimitiveDateTime};
 
-use crate::store::{ChangeFollower, IdempotentInsert, PoolStatus, RemoteChange, Replaced, Unwritable, WriteError};
+use crate::store::{
+    ChangeFollower, ExportEnd, ExportSink, IdempotentInsert, ImportOutcome, PoolStatus, RemoteChange, Replaced,
+    Unwritable, WriteError,
+};
 use crate::{
     ApprovalReceipt, CatalogName, Course, CourseId, CourseRevision, CourseStore, CourseTitle, CreationFingerprint,
     Evidence, HistoryEntry, IdempotencyKey, PageCursor, Provenance, StoreError, TitleSearchKey, WorkloadHours,
@@ -319,6 +322,7 @@ impl Snapshot {
 #[diesel(table_name = course_history, check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
 struct HistoryRow {
     seq: i64,
+    course_id: String,
     author: String,
     tool: String,
     arguments: String,
@@ -502,6 +506,17 @@ impl ChangeSummary {
 pub(crate) trait Written {
     /// True when the write stored something.
     fn wrote(&self) -> bool;
+
+    /// Calls `announce` with each change this write made, for a backend's notices: by default
+    /// the one change the write declared, if it stored something. A bulk write announces each
+    /// course it stored instead ([`ImportWrite`]).
+    fn announce(
+        &self,
+        declared: &ChangeSummary,
+        announce: &mut dyn FnMut(&ChangeSummary) -> QueryResult<()>,
+    ) -> QueryResult<()> {
+        if self.wrote() { announce(declared) } else { Ok(()) }
+    }
 }
 
 impl Written for () {
@@ -519,6 +534,27 @@ impl Written for Replaced {
 impl Written for Result<(), IdempotentInsert> {
     fn wrote(&self) -> bool {
         self.is_ok()
+    }
+}
+
+/// What [`import_batch`] did: each course's outcome, and the change of each course it stored.
+#[derive(Debug)]
+pub(crate) struct ImportWrite {
+    outcomes: Vec<ImportOutcome>,
+    stored: Vec<ChangeSummary>,
+}
+
+impl Written for ImportWrite {
+    fn wrote(&self) -> bool {
+        !self.stored.is_empty()
+    }
+
+    fn announce(
+        &self,
+        _declared: &ChangeSummary,
+        announce: &mut dyn FnMut(&ChangeSummary) -> QueryResult<()>,
+    ) -> QueryResult<()> {
+        self.stored.iter().try_for_each(announce)
     }
 }
 
@@ -637,6 +673,48 @@ impl<Store: SqlBackend> CourseStore for Store {
         self.run_write("cannot update a course", ChangeSummary::revision(&rows), move |connection| {
             replace(connection, &rows, &provenance)
         })
+    }
+
+    fn import_batch(
+        &self,
+        catalog: &CatalogName,
+        courses: &[Course],
+        provenance: &Provenance,
+        dry_run: bool,
+    ) -> Result<Vec<ImportOutcome>, WriteError> {
+        let rows =
+            courses.iter().map(|course| CourseRow::from_course(catalog, course)).collect::<Result<Vec<_>, _>>()?;
+        if dry_run {
+            return Ok(self
+                .run_read(|connection| {
+                    import_batch(connection, &rows, None)
+                        .map_err(|error| StoreError::new("cannot check an import batch", error))
+                })?
+                .outcomes);
+        }
+        // Declared only for the backend's lock (a batch adds to the active set); the notices are
+        // the courses stored ([`ImportWrite::announce`]).
+        let declared = ChangeSummary {
+            catalog: catalog.as_str().to_owned(),
+            course_id: String::new(),
+            changes_active_set: true,
+            changes_listing: true,
+        };
+        let provenance = provenance.clone();
+        let written = self.run_write("cannot import a batch of courses", declared, move |connection| {
+            import_batch(connection, &rows, Some(&provenance))
+        })?;
+        Ok(written.outcomes)
+    }
+
+    fn export(
+        &self,
+        catalog: &CatalogName,
+        with_history: bool,
+        page_size: usize,
+        sink: &mut dyn ExportSink,
+    ) -> Result<ExportEnd, StoreError> {
+        self.run_read(|connection| export(connection, catalog, with_history, page_size.max(1), sink))
     }
 
     fn find(&self, catalog: &CatalogName, id: CourseId) -> Result<Option<Course>, StoreError> {
@@ -822,6 +900,181 @@ fn insert_idempotent(
         ))
         .execute(concrete))?;
     Ok(Ok(()))
+}
+
+/// Stores `rows` (one import batch, in file order) with one history entry each, or with
+/// `provenance` `None` (a dry run) only tells what it would do. The caller holds whatever makes
+/// the checks and the inserts one step (SQLite's write lock; PostgreSQL's creation lock, which
+/// every creation and archiving of the catalog takes; a concurrent rename can still take a title,
+/// and then the insert fails on the title index, by name, and the whole batch with it).
+fn import_batch(
+    connection: &mut SqlConnection<'_>,
+    rows: &[CourseRow],
+    provenance: Option<&Provenance>,
+) -> QueryResult<ImportWrite> {
+    use std::collections::{HashMap, HashSet};
+    let Some(catalog) = rows.first().map(|row| row.catalog.clone()) else {
+        return Ok(ImportWrite { outcomes: Vec::new(), stored: Vec::new() });
+    };
+    // Two reads for the whole batch, each on a unique index, instead of two per course.
+    let ids: Vec<&str> = rows.iter().map(|row| row.id.as_str()).collect();
+    let present: Vec<(String, String)> = on_backend!(connection, |concrete| courses::table
+        .filter(courses::id.eq_any(&ids))
+        .select((courses::id, courses::catalog))
+        .load(concrete))?;
+    let mut present: HashMap<String, bool> =
+        present.into_iter().map(|(id, of_catalog)| (id, of_catalog == catalog)).collect();
+    let keys: Vec<&str> = rows.iter().filter(|row| !row.archived).map(|row| row.title_key.as_str()).collect();
+    let held: Vec<String> = on_backend!(connection, |concrete| courses::table
+        .filter(courses::catalog.eq(&catalog))
+        .filter(ActiveCourses)
+        .filter(courses::title_key.eq_any(&keys))
+        .select(courses::title_key)
+        .load(concrete))?;
+    let mut held: HashSet<String> = held.into_iter().collect();
+    let mut outcomes = Vec::with_capacity(rows.len());
+    let mut stored = Vec::new();
+    for row in rows {
+        let outcome = match present.get(&row.id) {
+            Some(true) => ImportOutcome::AlreadyPresent,
+            Some(false) => ImportOutcome::IdTaken,
+            None if !row.archived && held.contains(&row.title_key) => ImportOutcome::TitleTaken,
+            None => {
+                if let Some(provenance) = provenance {
+                    insert_imported(connection, row, provenance)?;
+                    stored.push(ChangeSummary::creation(row));
+                }
+                present.insert(row.id.clone(), true);
+                if !row.archived {
+                    held.insert(row.title_key.clone());
+                }
+                ImportOutcome::Inserted
+            }
+        };
+        outcomes.push(outcome);
+    }
+    Ok(ImportWrite { outcomes, stored })
+}
+
+/// Inserts an imported course and its history entry: a creation (no `before`) for a course at
+/// version 1; for a course another database already revised, its arrival, `before` and `after`
+/// both the course as it came (the history's rule: only a version-1 course has no `before`).
+fn insert_imported(connection: &mut SqlConnection<'_>, row: &CourseRow, provenance: &Provenance) -> QueryResult<()> {
+    if row.version == 1 {
+        return insert(connection, row, provenance);
+    }
+    let inserted =
+        on_backend!(connection, |concrete| diesel::insert_into(courses::table).values(row).execute(concrete));
+    inserted.map_err(|error| connection.name_title_violation(error, row))?;
+    record_history(connection, Some(row), row, provenance)
+}
+
+/// Runs `read` in one read-only transaction whose reads all see one point in time: SQLite's
+/// deferred transaction keeps the WAL snapshot of its first read until it ends; PostgreSQL's
+/// `REPEATABLE READ READ ONLY` the snapshot of its first statement.
+fn in_snapshot<T>(
+    connection: &mut SqlConnection<'_>,
+    read: impl FnOnce(&mut SqlConnection<'_>) -> QueryResult<T>,
+) -> QueryResult<T> {
+    match connection {
+        SqlConnection::Sqlite(inner) => inner.transaction(|concrete| read(&mut SqlConnection::Sqlite(concrete))),
+        SqlConnection::Postgres(inner) => inner
+            .build_transaction()
+            .repeatable_read()
+            .read_only()
+            .run(|concrete| read(&mut SqlConnection::Postgres(concrete))),
+    }
+}
+
+/// [`CourseStore::export`]'s statements: the count, then pages of every course of the catalog by
+/// position (and, per page, the history of its courses in one query), all in one snapshot.
+fn export(
+    connection: &mut SqlConnection<'_>,
+    catalog: &CatalogName,
+    with_history: bool,
+    page_size: usize,
+    sink: &mut dyn ExportSink,
+) -> Result<ExportEnd, StoreError> {
+    use std::ops::ControlFlow;
+    let limit = i64::try_from(page_size).map_err(|error| StoreError::new("page size out of range", error))?;
+    let mut failure: Option<StoreError> = None;
+    let ended = in_snapshot(connection, |connection| {
+        let total: i64 = on_backend!(connection, |concrete| courses::table
+            .filter(courses::catalog.eq(catalog.as_str()))
+            .count()
+            .get_result(concrete))?;
+        if sink.begin(u64::try_from(total).unwrap_or(0)).is_break() {
+            return Ok(ExportEnd::Stopped(0));
+        }
+        let mut sent = 0_u64;
+        let mut after = 0_i64;
+        loop {
+            let rows: Vec<(i64, CourseRow)> = on_backend!(connection, |concrete| courses::table
+                .filter(courses::catalog.eq(catalog.as_str()))
+                .filter(courses::position.gt(after))
+                .order(courses::position.asc())
+                .limit(limit)
+                .select((courses::position, CourseRow::as_select()))
+                .load(concrete))?;
+            let Some((last, _)) = rows.last() else { return Ok(ExportEnd::Finished(sent)) };
+            after = *last;
+            let full_page = rows.len() == page_size;
+            let mut histories: std::collections::HashMap<String, Vec<(HistoryRow, Option<EvidenceColumns>)>> =
+                std::collections::HashMap::new();
+            if with_history {
+                let ids: Vec<&str> = rows.iter().map(|(_, row)| row.id.as_str()).collect();
+                let entries: Vec<(HistoryRow, Option<EvidenceColumns>)> =
+                    on_backend!(connection, |concrete| course_history::table
+                        .left_join(course_history_evidence::table)
+                        .filter(course_history::catalog.eq(catalog.as_str()))
+                        .filter(course_history::course_id.eq_any(&ids))
+                        .order(course_history::seq.asc())
+                        .select((HistoryRow::as_select(), Option::<EvidenceColumns>::as_select()))
+                        .load(concrete))?;
+                for (entry, evidence) in entries {
+                    histories.entry(entry.course_id.clone()).or_default().push((entry, evidence));
+                }
+            }
+            for (_, row) in rows {
+                let id = row.id.clone();
+                let course = match row.into_course() {
+                    Ok(course) => course,
+                    Err(error) => {
+                        failure = Some(error);
+                        return Err(DieselError::RollbackTransaction);
+                    }
+                };
+                let history = histories
+                    .remove(&id)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|(entry, evidence)| entry.into_entry(evidence, &course).map(|(entry, _)| entry))
+                    .collect::<Result<Vec<_>, _>>();
+                let history = match history {
+                    Ok(history) => history,
+                    Err(error) => {
+                        failure = Some(error);
+                        return Err(DieselError::RollbackTransaction);
+                    }
+                };
+                if sink.course(&course, &history).is_break() {
+                    return Ok(ExportEnd::Stopped(sent));
+                }
+                sent += 1;
+            }
+            if sink.page_done() == ControlFlow::Break(()) {
+                return Ok(ExportEnd::Stopped(sent));
+            }
+            if !full_page {
+                return Ok(ExportEnd::Finished(sent));
+            }
+        }
+    });
+    match (ended, failure) {
+        (_, Some(error)) => Err(error),
+        (Ok(end), None) => Ok(end),
+        (Err(error), None) => Err(StoreError::new("cannot export the catalog", error)),
+    }
 }
 
 /// Replaces the stored course by the revision's next one if it is still at the expected version

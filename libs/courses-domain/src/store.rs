@@ -110,6 +110,45 @@ pub enum IdempotentInsert {
     KeyReused,
 }
 
+/// What [`CourseStore::import_batch`] did (or, in a dry run, would do) with one course of a batch
+/// (ADR 0040).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ImportOutcome {
+    /// The course was stored, with its history entry (a dry run: it would be).
+    Inserted,
+    /// A course with this id is already in the catalog (imported before, or the same course):
+    /// nothing was written. What makes an import idempotent.
+    AlreadyPresent,
+    /// Another active course of the catalog already has this title (the same comparison key),
+    /// or an earlier course of the same batch took it: nothing was written.
+    TitleTaken,
+    /// The id belongs to a course of another catalog of this database: nothing was written.
+    IdTaken,
+}
+
+/// Where [`CourseStore::export`] sends the catalog, one course at a time, in creation order.
+/// Returning [`ControlFlow::Break`](std::ops::ControlFlow::Break) stops the export (the sink keeps
+/// its own reason: an output error, an interrupt).
+pub trait ExportSink {
+    /// How many courses (active and archived) the snapshot holds; called once, before any course.
+    fn begin(&mut self, total: u64) -> std::ops::ControlFlow<()>;
+    /// One course, with its history oldest first (empty unless the history was asked for).
+    fn course(&mut self, course: &Course, history: &[HistoryEntry]) -> std::ops::ControlFlow<()>;
+    /// A page of courses was sent: a point where the sink may stop (check an interrupt, say).
+    fn page_done(&mut self) -> std::ops::ControlFlow<()> {
+        std::ops::ControlFlow::Continue(())
+    }
+}
+
+/// How [`CourseStore::export`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExportEnd {
+    /// Every course of the snapshot was sent (how many).
+    Finished(u64),
+    /// The sink stopped it after this many courses.
+    Stopped(u64),
+}
+
 /// How busy a store's connection pool is, for operators' metrics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct PoolStatus {
@@ -218,6 +257,39 @@ pub trait CourseStore: Send + Sync + std::fmt::Debug + 'static {
         key: &TitleSearchKey,
         limit: usize,
     ) -> Result<Vec<Course>, StoreError>;
+
+    /// Stores a batch of courses, each with one history entry carrying `provenance`, in ONE
+    /// transaction (ADR 0040): the bulk write of `import`. A course whose id is already in the
+    /// catalog is left as it is ([`ImportOutcome::AlreadyPresent`]); an active course whose title
+    /// another active course of the catalog holds is not written ([`ImportOutcome::TitleTaken`]).
+    /// With `dry_run`, reads only and tells what it would do. Announced like any write: to other
+    /// processes (PostgreSQL's notices, SQLite's history), one change per course stored.
+    ///
+    /// # Errors
+    /// [`WriteError`], nothing written; [`WriteError::DuplicateTitle`] only when a concurrent
+    /// writer took a title between the batch's check and its insert (a retry of the batch sees it).
+    fn import_batch(
+        &self,
+        catalog: &CatalogName,
+        courses: &[Course],
+        provenance: &Provenance,
+        dry_run: bool,
+    ) -> Result<Vec<ImportOutcome>, WriteError>;
+
+    /// Sends the whole catalog, active and archived courses in creation order (and each course's
+    /// history when `with_history`), to `sink`, from ONE read transaction (SQLite: one WAL
+    /// snapshot; PostgreSQL: `REPEATABLE READ READ ONLY`), read in keyset pages of `page_size`:
+    /// consistent at one point in time while writers go on, in bounded memory (ADR 0040).
+    ///
+    /// # Errors
+    /// [`StoreError`] when the storage fails.
+    fn export(
+        &self,
+        catalog: &CatalogName,
+        with_history: bool,
+        page_size: usize,
+        sink: &mut dyn ExportSink,
+    ) -> Result<ExportEnd, StoreError>;
 
     /// Whether the [`Catalog`](crate::Catalog) may run this store's bounded reads (a course, a
     /// page, a history page, the count) on the async runtime's thread instead of the blocking pool.

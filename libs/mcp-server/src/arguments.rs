@@ -252,7 +252,7 @@ fn optional<'a>(arguments: &'a JsonObject, field: &str) -> Option<&'a Value> {
     arguments.get(field).filter(|value| !value.is_null())
 }
 
-fn title(value: &Value, errors: &mut Vec<String>) -> Option<CourseTitle> {
+pub(crate) fn title(value: &Value, errors: &mut Vec<String>) -> Option<CourseTitle> {
     let Some(text) = value.as_str() else {
         errors.push("Campo 'titulo' deve ser um texto (string).".to_owned());
         return None;
@@ -281,7 +281,7 @@ fn title(value: &Value, errors: &mut Vec<String>) -> Option<CourseTitle> {
         .ok()
 }
 
-fn hours(value: &Value, errors: &mut Vec<String>) -> Option<WorkloadHours> {
+pub(crate) fn hours(value: &Value, errors: &mut Vec<String>) -> Option<WorkloadHours> {
     // JSON Schema's "integer" includes numbers such as 12.0; 12.5 and "12" are not integers.
     let whole = value.as_i64().or_else(|| value.as_f64().filter(|number| number.fract() == 0.0).map(saturating_i64));
     let Some(whole) = whole else {
@@ -317,7 +317,7 @@ fn version(value: &Value, errors: &mut Vec<String>) -> Option<u64> {
     parsed
 }
 
-fn course_id(value: &Value, errors: &mut Vec<String>) -> Option<CourseId> {
+pub(crate) fn course_id(value: &Value, errors: &mut Vec<String>) -> Option<CourseId> {
     let parsed = value.as_str().and_then(|text| CourseId::parse(text).ok());
     if parsed.is_none() {
         errors.push(
@@ -330,7 +330,7 @@ fn course_id(value: &Value, errors: &mut Vec<String>) -> Option<CourseId> {
 }
 
 /// Echoing a client's text back is fine, echoing a megabyte of it is not.
-fn shorten(text: &str) -> String {
+pub(crate) fn shorten(text: &str) -> String {
     const MAX: usize = 40;
     if text.chars().count() <= MAX {
         text.to_owned()

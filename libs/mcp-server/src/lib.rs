@@ -18,6 +18,7 @@ mod evidence;
 mod hub;
 mod outcomes;
 pub mod policy;
+pub mod portable;
 mod prompts;
 pub mod reloaded_file;
 mod server;

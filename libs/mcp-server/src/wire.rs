@@ -275,7 +275,7 @@ pub fn portable_schema(schema: &JsonObject) -> Arc<JsonObject> {
 
 /// Timestamps on the wire: RFC 3339 in UTC with exactly three fractional digits
 /// (`2026-11-30T12:00:00.120Z`), so that they have one width and sort as text.
-fn rfc3339(instant: OffsetDateTime) -> String {
+pub(crate) fn rfc3339(instant: OffsetDateTime) -> String {
     const WIRE_TIMESTAMP: &[time::format_description::BorrowedFormatItem<'static>] =
         time::macros::format_description!("[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z");
     let utc = instant.to_offset(time::UtcOffset::UTC);
