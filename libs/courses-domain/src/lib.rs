@@ -21,6 +21,7 @@ mod database_settings;
 mod history;
 mod idempotency_key;
 mod inline_read;
+mod migration;
 mod page;
 mod postgres;
 mod sql_store;
@@ -51,6 +52,7 @@ pub use course_title::{CourseTitle, CourseTitleError, TitleSearchKey, code_point
 pub use database_settings::{DatabaseSettingError, OpenedDatabase, open_database};
 pub use history::{ApprovalReceipt, Evidence, HistoryEntry, HistoryPage, Provenance};
 pub use idempotency_key::{CreationFingerprint, IdempotencyKey, IdempotencyKeyError};
+pub use migration::{Endpoint, MigrateError, MigrationPhase, MigrationProgress, MigrationReport, NonEmptyTarget, migrate};
 pub use page::{CoursePage, PageCursor, PageCursorError, PageSize};
 pub use postgres::{CHANGES_CHANNEL, FOLLOW_POLL, OpenPostgresStoreError, PostgresStore};
 pub use sqlite::{OpenStoreError, SqliteStore};
