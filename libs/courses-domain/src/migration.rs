@@ -232,7 +232,10 @@ pub fn migrate(
 fn same_database(from: &Endpoint, to: &Endpoint) -> bool {
     match (from, to) {
         (Endpoint::Sqlite(a), Endpoint::Sqlite(b)) => {
-            let canonical = |path: &Path| std::fs::canonicalize(path).unwrap_or_else(|_| std::path::absolute(path).unwrap_or_else(|_| path.to_owned()));
+            let canonical = |path: &Path| {
+                std::fs::canonicalize(path)
+                    .unwrap_or_else(|_| std::path::absolute(path).unwrap_or_else(|_| path.to_owned()))
+            };
             canonical(a) == canonical(b)
         }
         (Endpoint::Postgres(a), Endpoint::Postgres(b)) => a == b,
@@ -292,7 +295,9 @@ impl Owned {
     ) -> Result<T, MigrateError> {
         match self {
             // A deferred transaction's first read fixes its WAL snapshot for the transaction's life.
-            Self::Sqlite(connection) => connection.transaction(|connection| body(&mut SqlConnection::Sqlite(connection))),
+            Self::Sqlite(connection) => {
+                connection.transaction(|connection| body(&mut SqlConnection::Sqlite(connection)))
+            }
             Self::Postgres(connection) => connection
                 .build_transaction()
                 .repeatable_read()
@@ -788,7 +793,8 @@ fn copy_everything(
     }
     progress.advance(counters.len() as u64);
 
-    let high_water = (counter_high_water(source, "courses", "position")?, counter_high_water(source, "course_history", "seq")?);
+    let high_water =
+        (counter_high_water(source, "courses", "position")?, counter_high_water(source, "course_history", "seq")?);
     continue_counters(target, "courses", "position", high_water.0)?;
     continue_counters(target, "course_history", "seq", high_water.1)?;
     Ok(sums)
@@ -801,7 +807,11 @@ fn creation_order(
     table: course_creations::table,
 ) -> diesel::dsl::Order<
     course_creations::table,
-    (diesel::dsl::Asc<course_creations::catalog>, diesel::dsl::Asc<course_creations::course_id>, diesel::dsl::Asc<course_creations::idempotency_key>),
+    (
+        diesel::dsl::Asc<course_creations::catalog>,
+        diesel::dsl::Asc<course_creations::course_id>,
+        diesel::dsl::Asc<course_creations::idempotency_key>,
+    ),
 > {
     table.order((
         course_creations::catalog.asc(),
@@ -850,24 +860,22 @@ fn continue_counters(
         return Ok(());
     }
     match target {
-        SqlConnection::Sqlite(connection) => {
-            diesel::sql_query("DELETE FROM sqlite_sequence WHERE name = ?")
-                .bind::<diesel::sql_types::Text, _>(table)
+        SqlConnection::Sqlite(connection) => diesel::sql_query("DELETE FROM sqlite_sequence WHERE name = ?")
+            .bind::<diesel::sql_types::Text, _>(table)
+            .execute(&mut **connection)
+            .and_then(|_| {
+                diesel::sql_query("INSERT INTO sqlite_sequence (name, seq) VALUES (?, ?)")
+                    .bind::<diesel::sql_types::Text, _>(table)
+                    .bind::<BigInt, _>(high_water)
+                    .execute(&mut **connection)
+            })
+            .map(|_| ()),
+        SqlConnection::Postgres(connection) => {
+            diesel::sql_query(format!("SELECT setval(pg_get_serial_sequence('{table}', '{column}'), $1, true)"))
+                .bind::<BigInt, _>(high_water)
                 .execute(&mut **connection)
-                .and_then(|_| {
-                    diesel::sql_query("INSERT INTO sqlite_sequence (name, seq) VALUES (?, ?)")
-                        .bind::<diesel::sql_types::Text, _>(table)
-                        .bind::<BigInt, _>(high_water)
-                        .execute(&mut **connection)
-                })
                 .map(|_| ())
         }
-        SqlConnection::Postgres(connection) => diesel::sql_query(format!(
-            "SELECT setval(pg_get_serial_sequence('{table}', '{column}'), $1, true)"
-        ))
-        .bind::<BigInt, _>(high_water)
-        .execute(&mut **connection)
-        .map(|_| ()),
     }
     .map_err(step("continuing the target's counters"))
 }
@@ -1001,8 +1009,8 @@ fn check_counters(target: &mut SqlConnection<'_>) -> Result<(), MigrateError> {
                  ON actives.catalog = counters.catalog
          ) AS compared WHERE counted <> actual LIMIT 1"
     );
-    let wrong = execute!(target, "checking the counters", |concrete| diesel::sql_query(&query)
-        .load::<CounterCheck>(concrete))?;
+    let wrong =
+        execute!(target, "checking the counters", |concrete| diesel::sql_query(&query).load::<CounterCheck>(concrete))?;
     match wrong.into_iter().next() {
         None => Ok(()),
         Some(CounterCheck { catalog, counted, actual }) => Err(MigrateError::Counter { catalog, counted, actual }),
