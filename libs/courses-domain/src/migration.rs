@@ -800,19 +800,20 @@ fn copy_everything(
     Ok(sums)
 }
 
-/// The idempotent creations in an order both backends give alike: byte order of the catalog and
-/// the course id (both `COLLATE "C"` on PostgreSQL, BINARY on SQLite; one creation per course),
-/// the key last (only a tie-breaker; PostgreSQL's default collation may order keys otherwise).
-fn creation_order(
-    table: course_creations::table,
-) -> diesel::dsl::Order<
+/// `course_creations` ordered by [`creation_order`].
+type CreationOrder = diesel::dsl::Order<
     course_creations::table,
     (
         diesel::dsl::Asc<course_creations::catalog>,
         diesel::dsl::Asc<course_creations::course_id>,
         diesel::dsl::Asc<course_creations::idempotency_key>,
     ),
-> {
+>;
+
+/// The idempotent creations in an order both backends give alike: byte order of the catalog and
+/// the course id (both `COLLATE "C"` on PostgreSQL, BINARY on SQLite; one creation per course),
+/// the key last (only a tie-breaker; PostgreSQL's default collation may order keys otherwise).
+fn creation_order(table: course_creations::table) -> CreationOrder {
     table.order((
         course_creations::catalog.asc(),
         course_creations::course_id.asc(),
