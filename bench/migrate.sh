@@ -5,7 +5,7 @@
 # /usr/bin/time -v, RUNS times (median reported).
 #
 #   bash bench/migrate.sh                      # 1M courses, 3 runs
-#   SIZE=100000 RUNS=1 bash bench/migrate.sh   # quicker
+#   SIZE=100000 RUNS=1 bash bench/migrate.sh   # quicker (SKIP_BUILD=1: use the release binaries as built)
 #
 # PostgreSQL: PG_URL (default postgres://postgres@127.0.0.1:5432/test); the script works in a
 # schema of its own (bench_migrate), dropped and recreated before each run. Needs psql.
@@ -18,7 +18,7 @@ DIR=${DIR:-${TMPDIR:-/tmp}/mcp-cursos-bench}
 SCHEMA=bench_migrate
 mkdir -p "$DIR"
 
-cargo build --release --locked -p mcp-cursos-backend -p mcp-cursos-bench --bin mcp-cursos-backend --bin scale
+[ -n "${SKIP_BUILD:-}" ] || cargo build --release --locked -p mcp-cursos-backend -p mcp-cursos-bench --bin mcp-cursos-backend --bin scale
 BACKEND=target/release/mcp-cursos-backend
 # The loader keeps the file (and reuses it on the next run with the same seed); one timed call
 # per operation is all the scale part runs here.
