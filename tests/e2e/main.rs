@@ -9,6 +9,7 @@ mod durability;
 mod faults;
 mod http_edges;
 mod live_updates;
+mod migrate;
 mod operations;
 mod persistence;
 mod policy;

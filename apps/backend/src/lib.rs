@@ -35,6 +35,7 @@ mod keyring;
 mod keys_file;
 mod logging;
 mod metrics;
+pub mod migrate;
 pub mod probe;
 pub mod progress;
 mod rate_limit;
@@ -77,7 +78,7 @@ pub use keys_file::{
 pub use logging::install_logging;
 pub use metrics::{MAX_TARGET_CHARS, MCP_METHODS, Metrics, RequestLabel, RequestTimer, method_label};
 pub use rate_limit::{RateLimit, RetryAfter};
-pub use settings::{Command, KeysCommand, LogFormat, SessionMode, Settings};
+pub use settings::{Command, KeysCommand, LogFormat, MigrateArguments, SessionMode, Settings};
 
 /// The largest request body accepted on `/mcp` (413 beyond it).
 pub const MAX_REQUEST_BODY_BYTES: usize = 1024 * 1024;

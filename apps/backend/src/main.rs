@@ -39,6 +39,18 @@ async fn main() -> anyhow::Result<()> {
             let status = backend::transfer::import(database_of(&settings), arguments.clone()).await?;
             std::process::exit(status);
         }
+        Some(Command::Migrate(arguments)) => return backend::migrate::migrate_command(arguments).await,
+        Some(Command::Backup { destination, overwrite }) => {
+            let url = settings.database_url.as_deref();
+            return backend::migrate::backup_command(url, &settings.database_path, destination, *overwrite).await;
+        }
+        Some(Command::Restore { backup }) => {
+            return backend::migrate::restore_command(
+                settings.database_url.as_deref(),
+                &settings.database_path,
+                backup,
+            );
+        }
         None => {}
     }
     backend::startup::check_no_auth(&settings)?;

@@ -203,6 +203,50 @@ pub enum Command {
     /// and nothing was written; 2 when some rows were written and some refused; 130 when
     /// interrupted. The database is the server's (DATABASE_URL, else DATABASE_PATH) (ADR 0040).
     Import(crate::transfer::ImportArgs),
+    /// Copies the whole database (every catalog, with ids, versions, positions, history and
+    /// idempotency keys) from one SQLite file or PostgreSQL database to another, in one target
+    /// transaction verified by counts and a checksum before it commits (ADR 0041). The target
+    /// must be empty unless --force.
+    Migrate(MigrateArguments),
+    /// Writes a consistent copy of the live SQLite database (DATABASE_PATH) to a new file, safe
+    /// while the backend and stdio apps write to it. PostgreSQL: use pg_dump.
+    Backup {
+        /// The backup file to write (written to a temporary name, renamed when complete).
+        destination: PathBuf,
+        /// Replace the destination if it exists.
+        #[arg(long)]
+        overwrite: bool,
+    },
+    /// Puts a backup in place of DATABASE_PATH after verifying it; refused while a backend or a
+    /// stdio app has the database open. PostgreSQL: use pg_restore.
+    Restore {
+        /// The backup file (left as it is).
+        backup: PathBuf,
+    },
+}
+
+/// `migrate`: where from, where to. A PostgreSQL URL (which may hold a password) is only taken
+/// from an environment variable, never from a flag, which `ps` would show.
+#[derive(Debug, Clone, clap::Args)]
+#[command(group(clap::ArgGroup::new("source").required(true).args(["from", "from_env"])))]
+#[command(group(clap::ArgGroup::new("target").required(true).args(["to", "to_env"])))]
+pub struct MigrateArguments {
+    /// The SQLite file to copy from.
+    #[arg(long, value_name = "PATH")]
+    pub from: Option<PathBuf>,
+    /// The environment variable holding the source: a PostgreSQL URL (postgres://…), or a SQLite path.
+    #[arg(long, value_name = "VARIABLE")]
+    pub from_env: Option<String>,
+    /// The SQLite file to copy to (created if missing).
+    #[arg(long, value_name = "PATH")]
+    pub to: Option<PathBuf>,
+    /// The environment variable holding the target: a PostgreSQL URL (postgres://…), or a SQLite path.
+    #[arg(long, value_name = "VARIABLE")]
+    pub to_env: Option<String>,
+    /// Replace whatever the target holds (every catalog), in the same transaction as the copy:
+    /// the target ends up as the source, or as it was if anything fails.
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// `keys create|revoke|list`.

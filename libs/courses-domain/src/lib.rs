@@ -21,10 +21,12 @@ mod database_settings;
 mod history;
 mod idempotency_key;
 mod inline_read;
+mod migration;
 mod page;
 mod postgres;
 mod sql_store;
 mod sqlite;
+mod sqlite_backup;
 mod sqlite_file;
 mod sqlite_follow;
 mod sqlite_read_cache;
@@ -51,9 +53,13 @@ pub use course_title::{CourseTitle, CourseTitleError, TitleSearchKey, code_point
 pub use database_settings::{DatabaseSettingError, OpenedDatabase, open_database};
 pub use history::{ApprovalReceipt, Evidence, HistoryEntry, HistoryPage, Provenance};
 pub use idempotency_key::{CreationFingerprint, IdempotencyKey, IdempotencyKeyError};
+pub use migration::{
+    Endpoint, MigrateError, MigrationPhase, MigrationProgress, MigrationReport, NonEmptyTarget, migrate,
+};
 pub use page::{CoursePage, PageCursor, PageCursorError, PageSize};
 pub use postgres::{CHANGES_CHANNEL, FOLLOW_POLL, OpenPostgresStoreError, PostgresStore};
 pub use sqlite::{OpenStoreError, SqliteStore};
+pub use sqlite_backup::{BackupError, BackupReport, RestoreError, RestoreReport, backup_sqlite, restore_sqlite};
 pub use sqlite_follow::SQLITE_FOLLOW_POLL;
 pub use store::{
     ChangeFollower, CourseStore, ExportEnd, ExportSink, IdempotentInsert, ImportOutcome, PoolStatus, RemoteChange,

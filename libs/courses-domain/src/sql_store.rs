@@ -173,6 +173,19 @@ pub struct StoredTimestamp;
 #[diesel(sql_type = StoredTimestamp)]
 pub(crate) struct Timestamp(OffsetDateTime);
 
+impl Timestamp {
+    /// The instant (for the migration's checksum, ADR 0041).
+    pub(crate) fn instant(self) -> OffsetDateTime {
+        self.0
+    }
+
+    /// A stored instant made of `instant` (tests of the migration's verifier).
+    #[cfg(test)]
+    pub(crate) fn from_instant(instant: OffsetDateTime) -> Self {
+        Self(instant)
+    }
+}
+
 /// SQLite's stored instants: RFC 3339, UTC, millisecond precision, fixed width.
 const SQLITE_TIMESTAMP_FORMAT: &[BorrowedFormatItem<'static>] =
     format_description!("[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z");

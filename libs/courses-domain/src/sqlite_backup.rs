@@ -1,0 +1,379 @@
+//! [`backup_sqlite`] and [`restore_sqlite`]: a consistent copy of a live SQLite catalog, and
+//! putting one back in place of a database no process has open (ADR 0041).
+//!
+//! A backup is `VACUUM INTO` a temporary file beside the destination, synced, then renamed: it
+//! reads one snapshot (a WAL read transaction, which never blocks the apps' writers nor waits for
+//! them), so it holds exactly the commits made before it began, and the destination appears whole
+//! or not at all. (SQLite's online backup API would need unsafe FFI, which the workspace forbids,
+//! or a second SQLite binding; `VACUUM INTO` is one statement. Its progress is read from the
+//! temporary file's size, which grows page by page.)
+//!
+//! A restore verifies the backup (`PRAGMA integrity_check`, and a schema made by migrations this
+//! binary knows), then takes the database only if no process has it open: switching its journal
+//! mode from WAL needs an exclusive lock, which SQLite refuses while any other connection (each
+//! holds a shared lock for its whole life in WAL mode, ADR 0034) is open. The switch also folds
+//! the old `-wal` into the old file and deletes the `-wal` and `-shm`, so none is left to be
+//! replayed over the restored file.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use diesel::connection::SimpleConnection;
+use diesel::migration::MigrationSource;
+use diesel::prelude::*;
+use diesel::sql_types::{BigInt, Text};
+use diesel::sqlite::SqliteConnection;
+
+use crate::migration::MigrationPhase;
+use crate::migration::MigrationProgress;
+
+/// How often a backup's progress is read from the temporary file's size.
+const PROGRESS_POLL: Duration = Duration::from_millis(200);
+
+/// Why [`backup_sqlite`] failed. The destination is never left half-written.
+#[derive(Debug, thiserror::Error)]
+pub enum BackupError {
+    /// The database to back up does not exist.
+    #[error("the database {0} does not exist")]
+    SourceMissing(PathBuf),
+    /// The destination exists and overwriting was not asked for.
+    #[error("{0} already exists (pass --overwrite to replace it)")]
+    DestinationExists(PathBuf),
+    /// Stopped by the caller; nothing was written at the destination.
+    #[error("interrupted; nothing was written at the destination")]
+    Interrupted,
+    /// SQLite failed.
+    #[error("the backup failed while {step}")]
+    Database {
+        /// What it was doing.
+        step: &'static str,
+        /// The cause.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// A file operation failed.
+    #[error("the backup failed while {step} ({path})")]
+    File {
+        /// What it was doing.
+        step: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// What a backup wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BackupReport {
+    /// The backup file's size in bytes.
+    pub bytes: u64,
+    /// Courses in it (every catalog).
+    pub courses: u64,
+}
+
+#[derive(QueryableByName)]
+struct Number {
+    #[diesel(sql_type = BigInt)]
+    value: i64,
+}
+
+#[derive(QueryableByName)]
+struct Line {
+    #[diesel(sql_type = Text)]
+    text: String,
+}
+
+fn database_error(step: &'static str) -> impl FnOnce(diesel::result::Error) -> BackupError {
+    move |source| BackupError::Database { step, source: Box::new(source) }
+}
+
+/// Copies the live SQLite database at `database` to `destination` (ADR 0041), reporting pages
+/// written through `progress` ([`MigrationPhase::Copy`]).
+///
+/// # Errors
+/// [`BackupError`]; the destination is then untouched (an `--overwrite`n one included).
+pub fn backup_sqlite(
+    database: &Path,
+    destination: &Path,
+    overwrite: bool,
+    progress: &(dyn MigrationProgress + Sync),
+) -> Result<BackupReport, BackupError> {
+    if !database.is_file() {
+        return Err(BackupError::SourceMissing(database.to_owned()));
+    }
+    if !overwrite && destination.exists() {
+        return Err(BackupError::DestinationExists(destination.to_owned()));
+    }
+    let temporary = sibling(destination, "backup");
+    let file_error = |step: &'static str, path: &Path| {
+        let path = path.to_owned();
+        move |source| BackupError::File { step, path, source }
+    };
+    // A temporary file left by an earlier run stopped at once (second Ctrl-C, kill) is ours to replace.
+    remove_if_present(&temporary).map_err(file_error("removing an old temporary file", &temporary))?;
+    let mut connection = SqliteConnection::establish(&database.to_string_lossy())
+        .map_err(|error| BackupError::Database { step: "opening the database", source: Box::new(error) })?;
+    connection.batch_execute("PRAGMA busy_timeout = 10000;").map_err(database_error("configuring the connection"))?;
+    let page_size = number(&mut connection, "SELECT page_size AS value FROM pragma_page_size()")?;
+    let pages = number(
+        &mut connection,
+        "SELECT (SELECT page_count FROM pragma_page_count()) - (SELECT freelist_count FROM pragma_freelist_count()) AS value",
+    )?;
+    progress.phase(MigrationPhase::Copy, u64::try_from(pages).unwrap_or(0));
+    let page_size = u64::try_from(page_size).unwrap_or(4096).max(512);
+
+    let vacuum = diesel::sql_query("VACUUM INTO ?").bind::<Text, _>(temporary.to_string_lossy().into_owned());
+    let finished = std::sync::atomic::AtomicBool::new(false);
+    let result = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let mut reported = 0_u64;
+            while !finished.load(std::sync::atomic::Ordering::Acquire) {
+                std::thread::sleep(PROGRESS_POLL);
+                let written = std::fs::metadata(&temporary).map(|metadata| metadata.len() / page_size).unwrap_or(0);
+                if written > reported {
+                    progress.advance(written - reported);
+                    reported = written;
+                }
+            }
+        });
+        let result = vacuum.execute(&mut connection);
+        finished.store(true, std::sync::atomic::Ordering::Release);
+        result
+    });
+    let cleanup = |error: BackupError| {
+        let _ = std::fs::remove_file(&temporary);
+        error
+    };
+    result.map_err(database_error("copying the database (VACUUM INTO)")).map_err(cleanup)?;
+    drop(connection);
+    // VACUUM INTO cannot be stopped half-way; a Ctrl-C during it is honoured here, before the rename.
+    if progress.stop_requested() {
+        return Err(cleanup(BackupError::Interrupted));
+    }
+    let courses = {
+        let mut copy = SqliteConnection::establish(&temporary.to_string_lossy())
+            .map_err(|error| cleanup(BackupError::Database { step: "opening the copy", source: Box::new(error) }))?;
+        number(&mut copy, "SELECT COUNT(*) AS value FROM courses").map_err(cleanup)?
+    };
+    sync_file(&temporary).map_err(file_error("syncing the copy", &temporary)).map_err(cleanup)?;
+    let bytes = std::fs::metadata(&temporary).map(|metadata| metadata.len()).unwrap_or(0);
+    std::fs::rename(&temporary, destination).map_err(file_error("renaming the copy", destination)).map_err(cleanup)?;
+    sync_folder(destination).map_err(file_error("syncing the destination's folder", destination))?;
+    Ok(BackupReport { bytes, courses: u64::try_from(courses).unwrap_or(0) })
+}
+
+/// Why [`restore_sqlite`] failed. The database is then untouched.
+#[derive(Debug, thiserror::Error)]
+pub enum RestoreError {
+    /// The backup file does not exist.
+    #[error("the backup {0} does not exist")]
+    BackupMissing(PathBuf),
+    /// The backup is damaged.
+    #[error("the backup {path} fails SQLite's integrity check: {finding}")]
+    Damaged {
+        /// The backup.
+        path: PathBuf,
+        /// The first problem SQLite found.
+        finding: String,
+    },
+    /// The backup is not an mcp-cursos database, or one made by a newer version.
+    #[error("the backup {path} is not a mcp-cursos database this version knows: {reason}")]
+    UnknownSchema {
+        /// The backup.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// A process (a backend, a stdio app) has the database open.
+    #[error(
+        "the database {0} is in use (a running backend or stdio app has it open); stop them first. Nothing was changed"
+    )]
+    InUse(PathBuf),
+    /// SQLite failed.
+    #[error("the restore failed while {step}; the database was not changed")]
+    Database {
+        /// What it was doing.
+        step: &'static str,
+        /// The cause.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// A file operation failed.
+    #[error("the restore failed while {step} ({path})")]
+    File {
+        /// What it was doing.
+        step: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// What a restore put in place.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RestoreReport {
+    /// Courses in the restored database (every catalog).
+    pub courses: u64,
+}
+
+/// Puts the backup at `backup` in place of the SQLite database at `database` (ADR 0041), after
+/// verifying it, if no process has `database` open.
+///
+/// # Errors
+/// [`RestoreError`]; `database` is then as it was.
+pub fn restore_sqlite(backup: &Path, database: &Path) -> Result<RestoreReport, RestoreError> {
+    if !backup.is_file() {
+        return Err(RestoreError::BackupMissing(backup.to_owned()));
+    }
+    if let Some(folder) = database.parent().filter(|folder| !folder.as_os_str().is_empty()) {
+        std::fs::create_dir_all(folder).map_err(|source| RestoreError::File {
+            step: "creating the database's folder",
+            path: folder.to_owned(),
+            source,
+        })?;
+    }
+    // Verified on a copy beside the database: what is renamed into place is what was checked,
+    // and the backup file itself is never written (opening a file may create its -wal).
+    let temporary = sibling(database, "restore");
+    let file_error = |step: &'static str, path: &Path| {
+        let path = path.to_owned();
+        move |source| RestoreError::File { step, path, source }
+    };
+    let cleanup = |error: RestoreError| {
+        for path in [
+            temporary.clone(),
+            suffixed(&temporary, "-wal"),
+            suffixed(&temporary, "-shm"),
+            suffixed(&temporary, "-journal"),
+        ] {
+            let _ = std::fs::remove_file(path);
+        }
+        error
+    };
+    std::fs::copy(backup, &temporary).map_err(file_error("copying the backup", &temporary)).map_err(cleanup)?;
+    let courses = verify_backup(&temporary, backup).map_err(cleanup)?;
+    sync_file(&temporary).map_err(file_error("syncing the copy", &temporary)).map_err(cleanup)?;
+    if database.exists() {
+        take_from_its_users(database).map_err(cleanup)?;
+    }
+    // Left by a process that died with the file gone: they would be replayed over the new file.
+    for stale in [suffixed(database, "-wal"), suffixed(database, "-shm"), suffixed(database, "-journal")] {
+        remove_if_present(&stale).map_err(file_error("removing a stale file", &stale)).map_err(cleanup)?;
+    }
+    std::fs::rename(&temporary, database)
+        .map_err(file_error("renaming the backup into place", database))
+        .map_err(cleanup)?;
+    sync_folder(database).map_err(file_error("syncing the database's folder", database))?;
+    Ok(RestoreReport { courses })
+}
+
+/// Integrity, then the schema's migrations, then a standalone (rollback-journal) file; returns
+/// its course count.
+fn verify_backup(copy: &Path, backup: &Path) -> Result<u64, RestoreError> {
+    let database_error = |step: &'static str| {
+        move |source: diesel::result::Error| RestoreError::Database { step, source: Box::new(source) }
+    };
+    let not_ours = |reason: String| RestoreError::UnknownSchema { path: backup.to_owned(), reason };
+    let mut connection = SqliteConnection::establish(&copy.to_string_lossy())
+        .map_err(|error| RestoreError::Database { step: "opening the backup", source: Box::new(error) })?;
+    let findings = diesel::sql_query("SELECT integrity_check AS text FROM pragma_integrity_check()")
+        .load::<Line>(&mut connection)
+        .map_err(|error| RestoreError::Damaged { path: backup.to_owned(), finding: error.to_string() })?;
+    match findings.first() {
+        Some(line) if findings.len() == 1 && line.text == "ok" => {}
+        Some(line) => return Err(RestoreError::Damaged { path: backup.to_owned(), finding: line.text.clone() }),
+        None => return Err(RestoreError::Damaged { path: backup.to_owned(), finding: "no answer".to_owned() }),
+    }
+    let applied = diesel::sql_query("SELECT version AS text FROM __diesel_schema_migrations ORDER BY version")
+        .load::<Line>(&mut connection)
+        .map_err(|_| not_ours("it has no migrations table".to_owned()))?;
+    let known: Vec<String> = MigrationSource::<diesel::sqlite::Sqlite>::migrations(&crate::sqlite::MIGRATIONS)
+        .map_err(|error| not_ours(format!("this binary's migrations cannot be listed: {error}")))?
+        .iter()
+        .map(|migration| migration.name().version().to_string())
+        .collect();
+    if applied.is_empty() {
+        return Err(not_ours("no migration was applied to it".to_owned()));
+    }
+    if let Some(unknown) = applied.iter().find(|version| !known.contains(&version.text)) {
+        return Err(not_ours(format!("it was migrated by a newer version (migration {})", unknown.text)));
+    }
+    let courses = number_of(&mut connection, "SELECT COUNT(*) AS value FROM courses")
+        .map_err(|_| not_ours("it has no courses table".to_owned()))?;
+    connection.batch_execute("PRAGMA journal_mode = DELETE;").map_err(database_error("preparing the copy"))?;
+    Ok(u64::try_from(courses).unwrap_or(0))
+}
+
+/// Succeeds only if no other connection has `database` open; leaves it without `-wal`/`-shm`.
+fn take_from_its_users(database: &Path) -> Result<(), RestoreError> {
+    let mut connection = SqliteConnection::establish(&database.to_string_lossy())
+        .map_err(|error| RestoreError::Database { step: "opening the current database", source: Box::new(error) })?;
+    let in_use = |error: diesel::result::Error| match &error {
+        diesel::result::Error::DatabaseError(_, information) if is_locked(information.message()) => {
+            RestoreError::InUse(database.to_owned())
+        }
+        _ => RestoreError::Database { step: "checking that the database is not in use", source: Box::new(error) },
+    };
+    // No wait: a lock held now means a process has the file open (the apps never let go of it).
+    // Leaving WAL needs the exclusive lock no open connection allows; then an exclusive
+    // transaction checks the same of a file in rollback-journal mode.
+    connection
+        .batch_execute("PRAGMA busy_timeout = 0; PRAGMA journal_mode = DELETE; BEGIN EXCLUSIVE; ROLLBACK;")
+        .map_err(in_use)?;
+    let mode = diesel::sql_query("SELECT journal_mode AS text FROM pragma_journal_mode()")
+        .load::<Line>(&mut connection)
+        .map_err(in_use)?;
+    if mode.first().is_none_or(|line| !line.text.eq_ignore_ascii_case("delete")) {
+        return Err(RestoreError::InUse(database.to_owned()));
+    }
+    Ok(())
+}
+
+fn is_locked(message: &str) -> bool {
+    let message = message.to_ascii_lowercase();
+    message.contains("locked") || message.contains("busy")
+}
+
+fn number(connection: &mut SqliteConnection, query: &str) -> Result<i64, BackupError> {
+    number_of(connection, query).map_err(database_error("reading the database's size"))
+}
+
+fn number_of(connection: &mut SqliteConnection, query: &str) -> QueryResult<i64> {
+    diesel::sql_query(query).get_result::<Number>(connection).map(|row| row.value)
+}
+
+/// `.<name>.<purpose>-<pid>` beside `path`: same folder (so the rename is atomic), hidden, and
+/// never another process's.
+fn sibling(path: &Path, purpose: &str) -> PathBuf {
+    let name = path.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
+    path.with_file_name(format!(".{name}.{purpose}-{}", std::process::id()))
+}
+
+fn suffixed(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+fn remove_if_present(path: &Path) -> std::io::Result<()> {
+    match std::fs::remove_file(path) {
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        other => other,
+    }
+}
+
+fn sync_file(path: &Path) -> std::io::Result<()> {
+    std::fs::File::open(path)?.sync_all()
+}
+
+/// Makes a rename in `path`'s folder durable.
+fn sync_folder(path: &Path) -> std::io::Result<()> {
+    match path.parent().filter(|folder| !folder.as_os_str().is_empty()) {
+        Some(folder) => std::fs::File::open(folder)?.sync_all(),
+        None => std::fs::File::open(".")?.sync_all(),
+    }
+}

@@ -1,0 +1,454 @@
+//! `migrate`, `backup` and `restore` (issue 11 part B, ADR 0041): the real backend binary's
+//! commands on real SQLite files and a real PostgreSQL schema (when it answers, ADR 0031), with
+//! catalogs written by the real apps through MCP.
+
+use std::path::Path;
+use std::process::Stdio;
+
+use diesel::connection::SimpleConnection;
+use diesel::{Connection, QueryableByName, RunQueryDsl, SqliteConnection};
+use rmcp::model::{CallToolRequestParams, ReadResourceRequestParams};
+use serde_json::{Value, json};
+use tokio::io::AsyncBufReadExt;
+
+use crate::support::{
+    Client, Era, PATIENCE, PostgresSchema, binary, fresh_database, run_to_end, start_backend, start_backend_with,
+    stdio_client_in_catalog, stdio_client_with_env,
+};
+
+async fn call(client: &Client, tool: &str, arguments: Value) -> Value {
+    let arguments = arguments.as_object().cloned().expect("object");
+    let result = client.call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments)).await;
+    let result = json!(result.expect("answered"));
+    assert_eq!(result["isError"], false, "{tool}: {result}");
+    result["structuredContent"].clone()
+}
+
+/// A catalog with everything a migration must carry: two catalogs, updates, an archiving (with
+/// its approval receipt), idempotency keys, history with evidence. Returns the course created
+/// with the key `chave-migrada` in `padrao`.
+async fn write_a_varied_catalog(database: &Path) -> Value {
+    let (client, _stderr) =
+        stdio_client_with_env((), database, Era::Initialize, &[("UNCONFIRMED_ARCHIVE", "allow")]).await;
+    let keyed = call(
+        &client,
+        "criar_curso",
+        json!({"titulo": "Rust", "cargaHoraria": 40, "chaveIdempotencia": "chave-migrada"}),
+    )
+    .await;
+    let go = call(&client, "criar_curso", json!({"titulo": "Go", "cargaHoraria": 20})).await;
+    let sql = call(&client, "criar_curso", json!({"titulo": "SQL", "cargaHoraria": 12})).await;
+    call(&client, "atualizar_curso", json!({"id": go["id"], "titulo": "Go avançado", "versao": go["versao"]})).await;
+    call(&client, "arquivar_curso", json!({"id": sql["id"]})).await;
+    client.cancel().await.expect("close");
+    let other = stdio_client_in_catalog(database, "outro", Era::Discover).await;
+    call(&other, "criar_curso", json!({"titulo": "Rust", "cargaHoraria": 8, "chaveIdempotencia": "chave-migrada"}))
+        .await;
+    call(&other, "criar_curso", json!({"titulo": "Kotlin", "cargaHoraria": 16})).await;
+    other.cancel().await.expect("close");
+    keyed
+}
+
+async fn read_json(client: &Client, uri: &str) -> Value {
+    let result = json!(client.read_resource(ReadResourceRequestParams::new(uri.to_owned())).await.expect("read"));
+    serde_json::from_str(result["contents"][0]["text"].as_str().expect("text")).expect("json")
+}
+
+#[derive(QueryableByName)]
+struct Text {
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    text: String,
+}
+
+/// Every row of every table a migration copies, with every column, in key order, and the
+/// autoincrement counters: the whole database as one comparable text per table.
+fn dump(database: &Path) -> Vec<(&'static str, String)> {
+    let mut connection = SqliteConnection::establish(&database.to_string_lossy()).expect("open");
+    let tables: [(&'static str, &str); 6] = [
+        ("courses", "SELECT * FROM courses ORDER BY position"),
+        ("course_creations", "SELECT * FROM course_creations ORDER BY catalog, idempotency_key"),
+        ("course_history", "SELECT * FROM course_history ORDER BY seq"),
+        ("course_history_evidence", "SELECT * FROM course_history_evidence ORDER BY seq"),
+        ("catalog_counters", "SELECT * FROM catalog_counters ORDER BY catalog"),
+        ("sqlite_sequence", "SELECT * FROM sqlite_sequence ORDER BY name"),
+    ];
+    tables
+        .into_iter()
+        .map(|(table, query)| {
+            // json_object of every column, named by SQLite itself, so no column is forgotten.
+            let columns: Vec<String> =
+                diesel::sql_query(format!("SELECT name AS text FROM pragma_table_info('{table}')"))
+                    .load::<Text>(&mut connection)
+                    .expect("columns")
+                    .into_iter()
+                    .map(|column| format!("'{0}', \"{0}\"", column.text))
+                    .collect();
+            let rows = diesel::sql_query(format!(
+                "SELECT COALESCE(json_group_array(json_object({})), '[]') AS text FROM ({query})",
+                columns.join(", ")
+            ))
+            .get_result::<Text>(&mut connection)
+            .expect("rows")
+            .text;
+            (table, rows)
+        })
+        .collect()
+}
+
+fn backend_command(arguments: &[&str]) -> std::process::Command {
+    let mut command = std::process::Command::new(binary("mcp-cursos-backend"));
+    command.env_clear().env("RUST_LOG", "warn").args(arguments);
+    command
+}
+
+fn stderr_of(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migrate_round_trips_sqlite_to_postgresql_and_back_field_by_field() {
+    let Some(schema) = PostgresSchema::create() else { return };
+    let (_folder, first) = fresh_database();
+    let keyed = write_a_varied_catalog(&first).await;
+    let before = dump(&first);
+
+    let to_postgres = run_to_end(
+        backend_command(&["migrate", "--from", first.to_str().expect("utf-8"), "--to-env", "ALVO"])
+            .env("ALVO", schema.url()),
+    );
+    assert!(to_postgres.status.success(), "{}", stderr_of(&to_postgres));
+    let report = String::from_utf8_lossy(&to_postgres.stdout).into_owned();
+    assert!(report.contains("5 courses") && report.contains("sha256 "), "{report}");
+    assert!(!stderr_of(&to_postgres).contains(&schema.url()), "the URL is never shown");
+
+    let (_other_folder, last) = fresh_database();
+    let back = run_to_end(
+        backend_command(&["migrate", "--from-env", "ORIGEM", "--to", last.to_str().expect("utf-8")])
+            .env("ORIGEM", schema.url()),
+    );
+    assert!(back.status.success(), "{}", stderr_of(&back));
+    let checksum = |stdout: &[u8]| String::from_utf8_lossy(stdout).split("sha256 ").nth(1).map(str::to_owned);
+    assert_eq!(checksum(&to_postgres.stdout), checksum(&back.stdout), "one checksum, computed alike on both sides");
+    for ((table, first_rows), (_, last_rows)) in before.iter().zip(dump(&last)) {
+        assert_eq!(first_rows, &last_rows, "{table} after SQLite -> PostgreSQL -> SQLite");
+    }
+
+    // The migrated PostgreSQL catalog serves: a replayed creation returns the migrated course,
+    // and a new course comes after every migrated one.
+    let url = schema.url();
+    let backend = start_backend_with(&first, Some("chave-migracao"), &[("DATABASE_URL", url.as_str())]).await;
+    let client = backend.client(Era::Initialize).await;
+    let replayed = call(
+        &client,
+        "criar_curso",
+        json!({"titulo": "Rust", "cargaHoraria": 40, "chaveIdempotencia": "chave-migrada"}),
+    )
+    .await;
+    assert_eq!(
+        (&replayed["id"], &replayed["versao"]),
+        (&keyed["id"], &keyed["versao"]),
+        "the idempotency key came along"
+    );
+    let newest = call(&client, "criar_curso", json!({"titulo": "Depois da migração", "cargaHoraria": 4})).await;
+    let catalog = read_json(&client, "cursos://catalogo").await;
+    let listed: Vec<&str> =
+        catalog["cursos"].as_array().expect("cursos").iter().filter_map(|course| course["id"].as_str()).collect();
+    assert_eq!(listed.last().copied(), newest["id"].as_str(), "created after the migration, listed last: {catalog}");
+    assert_eq!(listed.first().copied(), keyed["id"].as_str(), "the first course is still first: {catalog}");
+    client.cancel().await.expect("close");
+    assert!(backend.stop().await.success());
+}
+
+/// `n` courses written straight into `database` (made by the real binary's migrations first), for
+/// migrations that must take long enough to be interrupted.
+fn a_large_catalog(database: &Path, n: u32) {
+    let check = run_to_end(backend_command(&["check"]).env("DATABASE_PATH", database).env("PORT", "0"));
+    assert!(database.exists(), "check creates and migrates the database: {}", stderr_of(&check));
+    let mut connection = SqliteConnection::establish(&database.to_string_lossy()).expect("open");
+    connection
+        .batch_execute(&format!(
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {n})
+             INSERT INTO courses (catalog, id, title, title_key, workload_hours, archived, version, created_at, updated_at)
+             SELECT 'padrao', printf('00000000-0000-4000-8000-%012d', i), 'Curso ' || i, 'curso ' || i, 1 + i % 1000,
+                    0, 1, '2026-12-01T00:00:00.000Z', '2026-12-01T00:00:00.000Z' FROM n;"
+        ))
+        .expect("insert");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migrate_refuses_a_non_empty_target_and_changes_nothing_and_force_replaces_it() {
+    let (_folder, source) = fresh_database();
+    write_a_varied_catalog(&source).await;
+    let (_target_folder, target) = fresh_database();
+    let (client, _stderr) = stdio_client_with_env((), &target, Era::Initialize, &[]).await;
+    call(&client, "criar_curso", json!({"titulo": "Já estava aqui", "cargaHoraria": 2})).await;
+    client.cancel().await.expect("close");
+    let target_before = dump(&target);
+
+    let (from, to) = (source.to_str().expect("utf-8"), target.to_str().expect("utf-8"));
+    let refused = run_to_end(&mut backend_command(&["migrate", "--from", from, "--to", to]));
+    assert!(!refused.status.success());
+    assert!(stderr_of(&refused).contains("the target is not empty (1 courses"), "{}", stderr_of(&refused));
+    assert_eq!(dump(&target), target_before, "nothing changed");
+
+    let forced = run_to_end(&mut backend_command(&["migrate", "--from", from, "--to", to, "--force"]));
+    assert!(forced.status.success(), "{}", stderr_of(&forced));
+    let source_rows = dump(&source);
+    assert_eq!(dump(&target), source_rows, "--force replaces the target by the source");
+
+    // The replaced target's title search index holds the new titles only (emptied, then rebuilt).
+    let mut connection = SqliteConnection::establish(&target.to_string_lossy()).expect("open");
+    let found = diesel::sql_query(
+        "SELECT COUNT(*) AS text FROM courses_title_search WHERE courses_title_search MATCH '\"estava\"'",
+    )
+    .get_result::<Count>(&mut connection)
+    .expect("search");
+    assert_eq!(found.count, 0);
+}
+
+#[derive(QueryableByName)]
+struct Count {
+    #[diesel(sql_type = diesel::sql_types::BigInt, column_name = "text")]
+    count: i64,
+}
+
+#[test]
+fn migrate_refuses_a_postgresql_url_in_a_flag_and_the_same_file_on_both_sides() {
+    let in_flag = run_to_end(&mut backend_command(&["migrate", "--from", "postgres://u:segredo@h/db", "--to", "x.db"]));
+    assert!(!in_flag.status.success());
+    let message = stderr_of(&in_flag);
+    assert!(message.contains("--from-env") && !message.contains("segredo"), "{message}");
+
+    let (_folder, database) = fresh_database();
+    a_large_catalog(&database, 1);
+    let path = database.to_str().expect("utf-8");
+    let same = run_to_end(&mut backend_command(&["migrate", "--from", path, "--to", path, "--force"]));
+    assert!(!same.status.success());
+    assert!(stderr_of(&same).contains("the same database"), "{}", stderr_of(&same));
+}
+
+/// Runs `arguments`, sends SIGINT once the first progress line is on stderr, and returns the output.
+async fn interrupted_after_first_progress_line(
+    mut command: tokio::process::Command,
+    marker: &str,
+) -> (std::process::ExitStatus, String) {
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn");
+    let mut lines = tokio::io::BufReader::new(child.stderr.take().expect("stderr")).lines();
+    let mut seen = String::new();
+    tokio::time::timeout(PATIENCE, async {
+        while let Some(line) = lines.next_line().await.expect("read") {
+            seen.push_str(&line);
+            seen.push('\n');
+            if line.starts_with(marker) {
+                return;
+            }
+        }
+        panic!("no progress line before the end:\n{seen}");
+    })
+    .await
+    .expect("a progress line in time");
+    let pid = child.id().expect("running").to_string();
+    assert!(std::process::Command::new("kill").args(["-INT", &pid]).status().expect("kill").success());
+    let rest = tokio::time::timeout(PATIENCE, async {
+        while let Some(line) = lines.next_line().await.expect("read") {
+            seen.push_str(&line);
+            seen.push('\n');
+        }
+        child.wait().await.expect("status")
+    })
+    .await
+    .expect("stopped in time");
+    (rest, seen)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupted_migrate_leaves_the_target_unchanged() {
+    let (_folder, source) = fresh_database();
+    a_large_catalog(&source, 200_000);
+    let (_target_folder, target) = fresh_database();
+    let (client, _stderr) = stdio_client_with_env((), &target, Era::Initialize, &[]).await;
+    call(&client, "criar_curso", json!({"titulo": "Fica", "cargaHoraria": 2})).await;
+    client.cancel().await.expect("close");
+    let target_before = dump(&target);
+
+    let mut command = tokio::process::Command::new(binary("mcp-cursos-backend"));
+    command.env_clear().env("RUST_LOG", "warn").args([
+        "migrate",
+        "--from",
+        source.to_str().expect("utf-8"),
+        "--to",
+        target.to_str().expect("utf-8"),
+        "--force",
+    ]);
+    let (status, stderr) = interrupted_after_first_progress_line(command, "migrate (copy):").await;
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("interrupted; the target was rolled back"), "{stderr}");
+    assert_eq!(dump(&target), target_before, "the target is as it was");
+}
+
+#[derive(QueryableByName)]
+struct Line {
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    text: String,
+}
+
+/// integrity_check's answer, and whether every catalog's counter equals its active courses.
+fn consistent(database: &Path) -> (String, bool) {
+    let mut connection = SqliteConnection::establish(&database.to_string_lossy()).expect("open");
+    let integrity = diesel::sql_query("SELECT integrity_check AS text FROM pragma_integrity_check()")
+        .get_result::<Line>(&mut connection)
+        .expect("check");
+    let wrong = diesel::sql_query(
+        "SELECT COUNT(*) AS text FROM catalog_counters AS c
+         WHERE c.active_courses <> (SELECT COUNT(*) FROM courses WHERE courses.catalog = c.catalog AND archived = 0)",
+    )
+    .get_result::<Count>(&mut connection)
+    .expect("counters");
+    (integrity.text, wrong.count == 0)
+}
+
+fn titles(database: &Path) -> Vec<String> {
+    let mut connection = SqliteConnection::establish(&database.to_string_lossy()).expect("open");
+    diesel::sql_query("SELECT title AS text FROM courses ORDER BY position")
+        .load::<Line>(&mut connection)
+        .expect("titles")
+        .into_iter()
+        .map(|line| line.text)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backup_taken_during_a_burst_of_writes_restores_every_write_acknowledged_before_it() {
+    let (folder, database) = fresh_database();
+    let backend = start_backend(&database, Some("chave-backup")).await;
+    let client = backend.client(Era::Initialize).await;
+    let acknowledged = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let (acknowledged, stop) = (acknowledged.clone(), stop.clone());
+        tokio::spawn(async move {
+            let mut written = 0_u32;
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                let title = format!("Rajada {written}");
+                call(&client, "criar_curso", json!({"titulo": title, "cargaHoraria": 3})).await;
+                acknowledged.lock().expect("lock").push(title);
+                written += 1;
+            }
+            client.cancel().await.expect("close");
+            written
+        })
+    };
+    // Poll (no sleep) until the burst is well under way.
+    tokio::time::timeout(PATIENCE, async {
+        while acknowledged.lock().expect("lock").len() < 30 {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("writes in time");
+    let before_backup = acknowledged.lock().expect("lock").clone();
+    let backup = folder.path().join("copia.db");
+    let output = tokio::task::spawn_blocking({
+        let (database, backup) = (database.clone(), backup.clone());
+        move || run_to_end(backend_command(&["backup", backup.to_str().expect("utf-8")]).env("DATABASE_PATH", database))
+    })
+    .await
+    .expect("backup ran");
+    let during_backup = acknowledged.lock().expect("lock").len();
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let written = writer.await.expect("writer");
+    assert!(output.status.success(), "{}", stderr_of(&output));
+    assert!(String::from_utf8_lossy(&output.stdout).contains("backup written to"), "{output:?}");
+    assert!(during_backup > before_backup.len() || written as usize > before_backup.len(), "the writes went on");
+    assert!(backend.stop().await.success());
+
+    let restored = folder.path().join("restaurado/cursos.db");
+    let restore =
+        run_to_end(backend_command(&["restore", backup.to_str().expect("utf-8")]).env("DATABASE_PATH", &restored));
+    assert!(restore.status.success(), "{}", stderr_of(&restore));
+    assert_eq!(consistent(&restored), ("ok".to_owned(), true), "integrity and counters");
+    let restored_titles = titles(&restored);
+    for title in &before_backup {
+        assert!(restored_titles.contains(title), "{title} was acknowledged before the backup began");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restore_refuses_while_a_backend_has_the_database_open_and_works_once_it_stopped() {
+    let (folder, database) = fresh_database();
+    let backend = start_backend(&database, Some("chave-restauracao")).await;
+    let client = backend.client(Era::Initialize).await;
+    call(&client, "criar_curso", json!({"titulo": "No backup", "cargaHoraria": 5})).await;
+    let backup = folder.path().join("copia.db");
+    let path = backup.to_str().expect("utf-8");
+    let taken = run_to_end(backend_command(&["backup", path]).env("DATABASE_PATH", &database));
+    assert!(taken.status.success(), "{}", stderr_of(&taken));
+    let again = run_to_end(backend_command(&["backup", path]).env("DATABASE_PATH", &database));
+    assert!(stderr_of(&again).contains("already exists"), "an existing destination is refused: {}", stderr_of(&again));
+    call(&client, "criar_curso", json!({"titulo": "Depois do backup", "cargaHoraria": 5})).await;
+
+    let refused = run_to_end(backend_command(&["restore", path]).env("DATABASE_PATH", &database));
+    assert!(!refused.status.success());
+    assert!(stderr_of(&refused).contains("is in use"), "{}", stderr_of(&refused));
+    let catalog = read_json(&client, "cursos://catalogo").await;
+    assert_eq!(catalog["total"], 2, "the backend's database is untouched and still serves");
+    client.cancel().await.expect("close");
+    assert!(backend.stop().await.success());
+
+    let restored = run_to_end(backend_command(&["restore", path]).env("DATABASE_PATH", &database));
+    assert!(restored.status.success(), "{}", stderr_of(&restored));
+    let wal = format!("{}-wal", database.display());
+    assert!(!Path::new(&wal).exists(), "no -wal of the old file is left to be replayed over the restored one");
+    let backend = start_backend(&database, Some("chave-restauracao")).await;
+    let client = backend.client(Era::Discover).await;
+    let catalog = read_json(&client, "cursos://catalogo").await;
+    let listed: Vec<&str> =
+        catalog["cursos"].as_array().expect("cursos").iter().filter_map(|course| course["titulo"].as_str()).collect();
+    assert_eq!(listed, ["No backup"], "the backup's catalog, served again");
+    client.cancel().await.expect("close");
+    assert!(backend.stop().await.success());
+}
+
+#[test]
+fn restore_refuses_a_file_that_is_not_a_sound_mcp_cursos_database() {
+    let (folder, database) = fresh_database();
+    let not_sqlite = folder.path().join("lixo.db");
+    std::fs::write(&not_sqlite, b"not a database at all, just some bytes").expect("write");
+    let output =
+        run_to_end(backend_command(&["restore", not_sqlite.to_str().expect("utf-8")]).env("DATABASE_PATH", &database));
+    assert!(!output.status.success());
+    assert!(!database.exists(), "nothing written");
+
+    let foreign = folder.path().join("alheio.db");
+    let mut connection = SqliteConnection::establish(&foreign.to_string_lossy()).expect("open");
+    connection.batch_execute("CREATE TABLE t (x); INSERT INTO t VALUES (1);").expect("create");
+    drop(connection);
+    let output =
+        run_to_end(backend_command(&["restore", foreign.to_str().expect("utf-8")]).env("DATABASE_PATH", &database));
+    assert!(!output.status.success());
+    assert!(stderr_of(&output).contains("is not a mcp-cursos database"), "{}", stderr_of(&output));
+    assert!(!database.exists(), "nothing written");
+    let leftovers: Vec<_> = std::fs::read_dir(database.parent().expect("folder"))
+        .map(|entries| entries.filter_map(Result::ok).map(|entry| entry.file_name()).collect())
+        .unwrap_or_default();
+    assert!(leftovers.is_empty(), "no temporary file left: {leftovers:?}");
+}
+
+#[test]
+fn backup_and_restore_refuse_a_postgresql_catalog_naming_its_tools() {
+    for (command, tool) in [("backup", "pg_dump"), ("restore", "pg_restore")] {
+        let output = run_to_end(
+            backend_command(&[command, "/tmp/nunca-escrito.db"])
+                .env("DATABASE_URL", "postgres://u:segredo@127.0.0.1/db"),
+        );
+        assert!(!output.status.success());
+        let message = stderr_of(&output);
+        assert!(message.contains(tool) && !message.contains("segredo"), "{message}");
+    }
+}
