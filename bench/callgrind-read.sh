@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# bench/callgrind-read.sh NAME KIND [BACKEND_BINARY]: user-space instructions per JSON read of
+# cursos://{uuid} (stateless, 10 connections), counted by valgrind's callgrind. Instruction counts
+# do not depend on what else the machine is doing, so two builds can be compared on a busy
+# machine; they leave out the kernel and cache misses, so they guide, and bench/run.sh decides.
+#   KIND: cursos (the backend, BACKEND_BINARY or target/release/mcp-cursos-backend) | rmcp (peer (b))
+#   SECS: seconds of counted load (8). Needs `bash bench/run.sh` run once (its wrk, its release build).
+# Prints wrk's figures and "Ir/req"; callgrind's files stay in target/callgrind/NAME.out.1
+# (callgrind_annotate --inclusive=yes target/callgrind/NAME.out.1 shows where they go).
+set -eu
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+name=$1 kind=$2 bin=${3:-$ROOT/target/release/mcp-cursos-backend}
+OUT=$ROOT/target/callgrind; mkdir -p $OUT
+WRK=$ROOT/target/test-tools/wrk/root/usr/bin/wrk
+export LD_LIBRARY_PATH=$ROOT/target/test-tools/wrk/root/usr/lib/x86_64-linux-gnu
+KEY=bench_0123456789abcdef0123456789abcdef
+rm -f $OUT/$name.*
+if [[ $kind == cursos ]]; then
+  [[ -f $OUT/seed.db ]] || { $ROOT/target/release/scale --sizes 1000 --iterations 5 --dir $OUT/seeddir --keep >/dev/null 2>&1; cp $OUT/seeddir/cursos-1000.db $OUT/seed.db; }
+  cp $OUT/seed.db $OUT/$name.db
+  env API_KEY=$KEY HOST=127.0.0.1 PORT=0 RUST_LOG=warn,mcp_cursos_backend=info SESSION_MODE=stateless DATABASE_PATH=$OUT/$name.db \
+    valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file=$OUT/$name.out $bin > $OUT/$name.log 2>&1 &
+else
+  valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file=$OUT/$name.out $ROOT/target/release/peer_rmcp --session-mode stateless > $OUT/$name.log 2>&1 &
+fi
+pid=$!
+for i in $(seq 600); do url=$(grep -so 'http://127\.0\.0\.1:[0-9]*/mcp' $OUT/$name.log | head -1) && [[ -n $url ]] && break; sleep 0.1; done
+[[ -n ${url:-} ]] || { echo no url; cat $OUT/$name.log; exit 1; }
+H=(-H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' -H 'MCP-Protocol-Version: 2025-11-25')
+[[ $kind == cursos ]] && H+=(-H "Authorization: Bearer $KEY")
+if [[ $kind == cursos ]]; then
+  page=$(curl -s "${H[@]}" --data-binary '{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"cursos://catalogo"}}' $url)
+  id=$(grep -o '\\"id\\":\\"[0-9a-f-]*' <<<"$page" | head -1 | grep -o '[0-9a-f-]\{36\}')
+else id=0b5c4f8e-6a63-4c51-9d7e-2f0b8f0c1a11; fi
+uri="cursos://$id"
+# warm-up (not counted)
+BENCH_OP=read BENCH_URI=$uri BENCH_KEY=$([[ $kind == cursos ]] && echo $KEY || true) $WRK -t 1 -c 10 -d 3s -s $ROOT/bench/load/mcp.lua $url >/dev/null
+# callgrind_control finds the control pipe through $HOST, which valgrind took from the backend's environment.
+HOST=127.0.0.1 callgrind_control -i on $pid >/dev/null
+res=$(BENCH_OP=read BENCH_URI=$uri BENCH_KEY=$([[ $kind == cursos ]] && echo $KEY || true) $WRK -t 1 -c 10 -d ${SECS:-8}s -s $ROOT/bench/load/mcp.lua $url | grep '^{"requests"')
+HOST=127.0.0.1 callgrind_control -i off $pid >/dev/null
+HOST=127.0.0.1 callgrind_control -d $pid >/dev/null
+kill $pid; wait $pid 2>/dev/null || true
+reqs=$(grep -o '"requests":[0-9]*' <<<"$res" | grep -o '[0-9]*$')
+f=$OUT/$name.out.1
+ir=$(callgrind_annotate $f 2>/dev/null | grep -m1 "PROGRAM TOTALS" | awk "{gsub(\",\",\"\"); print \$1}" || true)
+echo "$name: $res"
+echo "$name: Ir=$ir requests=$reqs Ir/req=$((ir / reqs))"
