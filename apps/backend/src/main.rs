@@ -182,24 +182,7 @@ fn database_of(settings: &Settings) -> backend::transfer::Database {
 
 /// Cancels `shutdown` on SIGINT or SIGTERM.
 async fn stop_on_signal(shutdown: CancellationToken) {
-    let interrupt = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(error) => {
-                tracing::warn!(%error, "cannot listen for SIGTERM");
-                std::future::pending::<()>().await;
-            }
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        _ = interrupt => tracing::info!("SIGINT received, shutting down"),
-        () = terminate => tracing::info!("SIGTERM received, shutting down"),
-    }
+    let signal = backend::progress::next_signal().await;
+    tracing::info!("{signal} received, shutting down");
     shutdown.cancel();
 }

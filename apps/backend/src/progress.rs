@@ -176,10 +176,10 @@ impl Interrupt {
         let interrupt = Self::default();
         let flag = interrupt.clone();
         tokio::spawn(async move {
-            signal().await;
+            next_signal().await;
             flag.0.store(true, Ordering::SeqCst);
             write_stderr("stopping at the next safe point (press Ctrl-C again to quit at once)\n");
-            signal().await;
+            next_signal().await;
             write_stderr("quitting at once\n");
             std::process::exit(130);
         });
@@ -206,8 +206,9 @@ impl Interrupt {
     }
 }
 
-/// The next SIGINT or SIGTERM.
-async fn signal() {
+/// The next SIGINT or SIGTERM: its name. Shared by the server's graceful shutdown and the long
+/// commands' [`Interrupt`].
+pub async fn next_signal() -> &'static str {
     let interrupt = tokio::signal::ctrl_c();
     #[cfg(unix)]
     let terminate = async {
@@ -215,14 +216,17 @@ async fn signal() {
             Ok(mut signal) => {
                 signal.recv().await;
             }
-            Err(_) => std::future::pending::<()>().await,
+            Err(error) => {
+                tracing::warn!(%error, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
         }
     };
     #[cfg(not(unix))]
     let terminate = std::future::pending::<()>();
     tokio::select! {
-        _ = interrupt => {}
-        () = terminate => {}
+        _ = interrupt => "SIGINT",
+        () = terminate => "SIGTERM",
     }
 }
 
