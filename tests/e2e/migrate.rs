@@ -292,6 +292,40 @@ async fn an_interrupted_migrate_leaves_the_target_unchanged() {
     assert_eq!(dump(&target), target_before, "the target is as it was");
 }
 
+/// Ctrl-C while `VACUUM INTO` copies: honoured when the statement returns (it cannot be stopped
+/// half-way, ADR 0041), before the rename: no backup file, no temporary file, the source as it was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupted_backup_writes_no_file_and_leaves_the_database_as_it_was() {
+    let (folder, database) = fresh_database();
+    // Large enough that the copy (a second or so) is still running when Ctrl-C arrives, just after
+    // the line it prints as it starts.
+    a_large_catalog(&database, 200_000);
+    let before = titles(&database).len();
+    let destination = folder.path().join("copia.db");
+
+    let mut command = tokio::process::Command::new(binary("mcp-cursos-backend"));
+    command
+        .env_clear()
+        .env("RUST_LOG", "warn")
+        .env("DATABASE_PATH", &database)
+        .args(["backup", destination.to_str().expect("utf-8")]);
+    // The line printed as the copy starts ("backup: 0/N pages ...").
+    let (status, stderr) = interrupted_after_first_progress_line(command, "backup: 0/").await;
+    assert!(!stderr.contains("backup: done"), "{stderr}");
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("interrupted; nothing was written at the destination"), "{stderr}");
+    assert!(!destination.exists(), "no backup file");
+    let leftovers: Vec<String> = std::fs::read_dir(folder.path())
+        .expect("list")
+        .filter_map(Result::ok)
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.contains("copia"))
+        .collect();
+    assert!(leftovers.is_empty(), "no temporary file: {leftovers:?}");
+    assert_eq!(consistent(&database), ("ok".to_owned(), true));
+    assert_eq!(titles(&database).len(), before);
+}
+
 #[derive(QueryableByName)]
 struct Line {
     #[diesel(sql_type = diesel::sql_types::Text)]

@@ -226,6 +226,12 @@ pub struct RestoreReport {
 /// # Errors
 /// [`RestoreError`]; `database` is then as it was.
 pub fn restore_sqlite(backup: &Path, database: &Path) -> Result<RestoreReport, RestoreError> {
+    restore_with(backup, database, || {})
+}
+
+/// [`restore_sqlite`], calling `before_rename` while the database's exclusive lock is held, just
+/// before the rename (tests open a connection there, as an app starting at that instant would).
+fn restore_with(backup: &Path, database: &Path, before_rename: impl FnOnce()) -> Result<RestoreReport, RestoreError> {
     if !backup.is_file() {
         return Err(RestoreError::BackupMissing(backup.to_owned()));
     }
@@ -257,13 +263,16 @@ pub fn restore_sqlite(backup: &Path, database: &Path) -> Result<RestoreReport, R
     std::fs::copy(backup, &temporary).map_err(file_error("copying the backup", &temporary)).map_err(cleanup)?;
     let courses = verify_backup(&temporary, backup).map_err(cleanup)?;
     sync_file(&temporary).map_err(file_error("syncing the copy", &temporary)).map_err(cleanup)?;
-    if database.exists() {
-        take_from_its_users(database).map_err(cleanup)?;
-    }
+    // Held until the rename is done: a process that opens the old file meanwhile can neither
+    // write to it (the lock) nor, once it is replaced, afterwards (SQLite refuses writes to a
+    // file whose path now names another, SQLITE_READONLY_DBMOVED; ADR 0026), so no acknowledged
+    // write can land in the file being replaced.
+    let _lock = if database.exists() { Some(take_from_its_users(database).map_err(cleanup)?) } else { None };
     // Left by a process that died with the file gone: they would be replayed over the new file.
     for stale in [suffixed(database, "-wal"), suffixed(database, "-shm"), suffixed(database, "-journal")] {
         remove_if_present(&stale).map_err(file_error("removing a stale file", &stale)).map_err(cleanup)?;
     }
+    before_rename();
     std::fs::rename(&temporary, database)
         .map_err(file_error("renaming the backup into place", database))
         .map_err(cleanup)?;
@@ -308,8 +317,19 @@ fn verify_backup(copy: &Path, backup: &Path) -> Result<u64, RestoreError> {
     Ok(u64::try_from(courses).unwrap_or(0))
 }
 
-/// Succeeds only if no other connection has `database` open; leaves it without `-wal`/`-shm`.
-fn take_from_its_users(database: &Path) -> Result<(), RestoreError> {
+/// The old database, held: a connection in an exclusive transaction on it, which ends (and
+/// lets go of the file) when this is dropped.
+struct ExclusiveLock(SqliteConnection);
+
+impl Drop for ExclusiveLock {
+    fn drop(&mut self) {
+        let _ = self.0.batch_execute("ROLLBACK;");
+    }
+}
+
+/// Succeeds only if no other connection has `database` open, leaving it without `-wal`/`-shm`
+/// and holding its exclusive lock until the returned value is dropped.
+fn take_from_its_users(database: &Path) -> Result<ExclusiveLock, RestoreError> {
     let mut connection = SqliteConnection::establish(&database.to_string_lossy())
         .map_err(|error| RestoreError::Database { step: "opening the current database", source: Box::new(error) })?;
     let in_use = |error: diesel::result::Error| match &error {
@@ -321,16 +341,15 @@ fn take_from_its_users(database: &Path) -> Result<(), RestoreError> {
     // No wait: a lock held now means a process has the file open (the apps never let go of it).
     // Leaving WAL needs the exclusive lock no open connection allows; then an exclusive
     // transaction checks the same of a file in rollback-journal mode.
-    connection
-        .batch_execute("PRAGMA busy_timeout = 0; PRAGMA journal_mode = DELETE; BEGIN EXCLUSIVE; ROLLBACK;")
-        .map_err(in_use)?;
+    connection.batch_execute("PRAGMA busy_timeout = 0; PRAGMA journal_mode = DELETE;").map_err(in_use)?;
     let mode = diesel::sql_query("SELECT journal_mode AS text FROM pragma_journal_mode()")
         .load::<Line>(&mut connection)
         .map_err(in_use)?;
     if mode.first().is_none_or(|line| !line.text.eq_ignore_ascii_case("delete")) {
         return Err(RestoreError::InUse(database.to_owned()));
     }
-    Ok(())
+    connection.batch_execute("BEGIN EXCLUSIVE;").map_err(in_use)?;
+    Ok(ExclusiveLock(connection))
 }
 
 fn is_locked(message: &str) -> bool {
@@ -375,5 +394,95 @@ fn sync_folder(path: &Path) -> std::io::Result<()> {
     match path.parent().filter(|folder| !folder.as_os_str().is_empty()) {
         Some(folder) => std::fs::File::open(folder)?.sync_all(),
         None => std::fs::File::open(".")?.sync_all(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    /// A database at `path` made by this crate's migrations, in WAL mode as the apps leave it,
+    /// holding one course titled `title`; no connection to it is left open (a store's threads
+    /// may still hold one for a moment after it is dropped).
+    fn database_with(path: &Path, title: &str) {
+        use diesel_migrations::MigrationHarness as _;
+        let mut connection = SqliteConnection::establish(&path.to_string_lossy()).expect("open");
+        connection.batch_execute("PRAGMA journal_mode = WAL;").expect("WAL");
+        connection.run_pending_migrations(crate::sqlite::MIGRATIONS).expect("migrated");
+        diesel::sql_query(
+            "INSERT INTO courses (catalog, id, title, title_key, workload_hours, archived, version, created_at, updated_at)
+             VALUES ('padrao', '00000000-0000-4000-8000-000000000001', ?, lower(?), 10, 0, 1,
+                     '2026-12-01T00:00:00.000Z', '2026-12-01T00:00:00.000Z')",
+        )
+        .bind::<Text, _>(title)
+        .bind::<Text, _>(title)
+        .execute(&mut connection)
+        .expect("inserted");
+    }
+
+    fn titles(path: &Path) -> Vec<String> {
+        #[derive(QueryableByName)]
+        struct Title {
+            #[diesel(sql_type = Text)]
+            title: String,
+        }
+        let mut connection = SqliteConnection::establish(&path.to_string_lossy()).expect("open");
+        connection.batch_execute("PRAGMA busy_timeout = 10000").expect("busy timeout");
+        diesel::sql_query("SELECT title FROM courses ORDER BY position")
+            .load::<Title>(&mut connection)
+            .expect("titles")
+            .into_iter()
+            .map(|row| row.title)
+            .collect()
+    }
+
+    /// An app that opens the database in the instant between restore's check and its rename can
+    /// write neither before the rename (the lock restore holds) nor after it (the file it opened
+    /// is no longer the database's): no acknowledged write can be lost with the old file.
+    #[test]
+    fn a_process_that_opens_the_database_while_it_is_being_restored_cannot_write_to_the_old_file() {
+        let folder = tempfile::tempdir().expect("temp dir");
+        let (backup, database) = (folder.path().join("copia.db"), folder.path().join("cursos.db"));
+        database_with(&backup, "Curso da copia");
+        database_with(&database, "Curso atual");
+
+        let mut latecomer: Option<SqliteConnection> = None;
+        let report = restore_with(&backup, &database, || {
+            let mut connection = SqliteConnection::establish(&database.to_string_lossy()).expect("open");
+            connection.batch_execute("PRAGMA busy_timeout = 0").expect("no wait");
+            let blocked = connection.batch_execute("UPDATE courses SET title = 'escrito durante' WHERE 1");
+            assert!(blocked.is_err(), "a write before the rename must wait for the restore's lock");
+            latecomer = Some(connection);
+        })
+        .expect("restored");
+        assert_eq!(report.courses, 1);
+
+        let mut latecomer = latecomer.expect("the hook ran");
+        latecomer.batch_execute("PRAGMA busy_timeout = 1000").expect("busy timeout");
+        let refused = latecomer.batch_execute("UPDATE courses SET title = 'escrito depois' WHERE 1");
+        let error = refused.expect_err("a write to the replaced file must be refused");
+        // SQLITE_READONLY_DBMOVED: "attempt to write a readonly database".
+        assert!(error.to_string().contains("readonly"), "{error}");
+        drop(latecomer);
+        assert_eq!(titles(&database), ["Curso da copia"]);
+    }
+
+    #[test]
+    fn restore_refuses_a_database_another_connection_has_open_and_changes_nothing() {
+        let folder = tempfile::tempdir().expect("temp dir");
+        let (backup, database) = (folder.path().join("copia.db"), folder.path().join("cursos.db"));
+        database_with(&backup, "Curso da copia");
+        database_with(&database, "Curso atual");
+        let store = crate::SqliteStore::open(&database).expect("an app has it open");
+        let refused = restore_sqlite(&backup, &database).expect_err("in use");
+        assert!(matches!(refused, RestoreError::InUse(_)), "{refused:?}");
+        drop(store);
+        assert_eq!(titles(&database), ["Curso atual"]);
+        let leftovers: Vec<_> = std::fs::read_dir(folder.path())
+            .expect("list")
+            .filter_map(Result::ok)
+            .map(|entry| entry.file_name().to_string_lossy().into_owned())
+            .filter(|name| name.contains(".restore-"))
+            .collect();
+        assert!(leftovers.is_empty(), "{leftovers:?}");
     }
 }
