@@ -601,6 +601,15 @@ async fn an_allowed_origin_gets_its_preflight_answered_without_a_key_and_can_rea
     let exposed = initialized.header("access-control-expose-headers").to_ascii_lowercase();
     assert!(exposed.contains("mcp-session-id") && exposed.contains("www-authenticate"), "{exposed}");
     assert!(initialized.headers.get("mcp-session-id").is_some());
+    assert!(initialized.header("vary").to_ascii_lowercase().contains("origin"), "a browser's answer varies by origin");
+
+    // A client that is no browser sends no Origin: served as ever, without headers only a browser
+    // reads (the CORS layer is skipped for it, ADR 0038).
+    let no_browser = [("authorization", authorization.as_str()), ("mcp-protocol-version", LEGACY)];
+    let served = app.send(post("/mcp", &no_browser, initialize_body())).await;
+    assert_eq!(served.status, StatusCode::OK);
+    assert!(served.headers.get("access-control-allow-origin").is_none());
+    assert!(served.headers.get("access-control-expose-headers").is_none());
 
     let without_key =
         app.send(post("/mcp", &[("origin", origin), ("mcp-protocol-version", LEGACY)], initialize_body())).await;

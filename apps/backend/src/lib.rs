@@ -157,44 +157,81 @@ pub fn app(state: ServerState, config: AppConfig, shutdown: CancellationToken) -
         .with_cancellation_token(shutdown);
     let factory_state = state.clone();
     let factory = move || Ok(CursosServer::new(&factory_state));
+    let metrics = config.metrics.then(|| Arc::new(Metrics::default()));
+    let (access, rate_limit, gate_metrics) =
+        (config.access, config.rate_limit.map(RateLimit::per_minute), metrics.clone());
+    // One middleware for every check of `/mcp`, in order (ADR 0038), wrapped around rmcp's
+    // service itself.
+    let gate = move |session_cap| {
+        let gate = Gate { access, rate_limit, session_cap, metrics: gate_metrics };
+        middleware::from_fn_with_state(Arc::new(gate), mcp_gate)
+    };
     let (mcp_routes, sessions) = if stateful {
         let mut manager = LocalSessionManager::default();
         manager.session_config.keep_alive = Some(config.session_idle_timeout);
         let manager = Arc::new(manager);
         state.close_sessions_with(session_closer(&manager));
+        let cap = Arc::new(session_cap::SessionCap::new(Arc::clone(&manager), config.max_sessions_per_key));
         let service = StreamableHttpService::new(factory, Arc::clone(&manager), mcp_config);
+        let service = tower::ServiceBuilder::new().layer(gate(Some(cap))).service(service);
         (Router::new().nest_service("/mcp", service), Some(manager))
     } else {
         let service = StreamableHttpService::new(factory, Arc::new(NeverSessionManager::default()), mcp_config);
+        let service = tower::ServiceBuilder::new().layer(gate(None)).service(service);
         (Router::new().nest_service("/mcp", service), None)
     };
-    let metrics = config.metrics.then(|| Arc::new(Metrics::default()));
-    let session_cap = sessions
-        .as_ref()
-        .map(|manager| Arc::new(session_cap::SessionCap::new(Arc::clone(manager), config.max_sessions_per_key)));
-    let gate = Gate {
-        access: config.access,
-        rate_limit: config.rate_limit.map(RateLimit::per_minute),
-        session_cap,
-        metrics: metrics.clone(),
-    };
-    // One middleware for every check of `/mcp`, in order (ADR 0038).
-    let mcp_routes = mcp_routes.route_layer(middleware::from_fn_with_state(Arc::new(gate), mcp_gate));
     let health = Health { state, sessions, metrics: metrics.clone() };
-    let mut router = Router::new().route("/health", get(liveness)).route("/ready", get(readiness));
+    let mut routes = Router::new().route("/health", get(liveness)).route("/ready", get(readiness));
     if metrics.is_some() {
-        router = router.route("/metrics", get(prometheus));
+        routes = routes.route("/metrics", get(prometheus));
     }
-    let router = router.with_state(health).merge(mcp_routes);
-    let router = match metrics {
-        Some(metrics) => router.layer(middleware::from_fn_with_state(metrics, count_response)),
-        None => router,
-    };
-    // CORS inside the guard: a refused origin never gets this far; an allowed one gets its
-    // preflight answered here, before the key is asked for (ADR 0029).
+    let routes = routes.with_state(health).merge(mcp_routes);
+    // Around the whole router, once: `Router::layer` would wrap each route, and a route's
+    // service (each layer's included) is cloned for every request it serves (bench/RESULTS.md).
+    // Outermost first: Host/Origin, then CORS (a refused origin never gets this far; an allowed
+    // one gets its preflight answered here, before the key is asked for, ADR 0029), then the
+    // response counter.
     let guard = Arc::new(config.guard);
-    let router = router.layer(cors(Arc::clone(&guard)));
-    router.layer(middleware::from_fn_with_state(guard, guard::check_host_and_origin))
+    let routes = tower::ServiceBuilder::new()
+        .option_layer(metrics.map(|metrics| middleware::from_fn_with_state(metrics, count_response)))
+        .service(routes);
+    let service = tower::ServiceBuilder::new()
+        .layer(middleware::from_fn_with_state(Arc::clone(&guard), guard::check_host_and_origin))
+        .service(CorsForBrowsers { cors: tower::Layer::layer(&cors(guard), routes.clone()), direct: routes });
+    Router::new().fallback_service(service)
+}
+
+/// CORS for the requests a browser makes, the ones with an `Origin` header: the others (every
+/// SDK, every editor) skip computing headers that only a browser reads, a measurable share of a
+/// read's cost (bench/RESULTS.md). Their responses carry no `Vary: Origin`; none is a response
+/// that a cache could hand to a browser (authenticated POSTs, `/health`), and a cached one
+/// without CORS headers would fail closed.
+#[derive(Clone)]
+struct CorsForBrowsers<Routes> {
+    cors: tower_http::cors::Cors<Routes>,
+    direct: Routes,
+}
+
+impl<Routes> tower::Service<Request> for CorsForBrowsers<Routes>
+where
+    Routes: tower::Service<Request, Response = Response, Error = std::convert::Infallible> + Clone,
+{
+    type Response = Response;
+    type Error = std::convert::Infallible;
+    type Future = futures_util::future::Either<tower_http::cors::ResponseFuture<Routes::Future>, Routes::Future>;
+
+    fn poll_ready(&mut self, context: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
+        // `direct` is the service `cors` wraps (a clone): ready together.
+        self.cors.poll_ready(context)
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        if request.headers().contains_key(header::ORIGIN) {
+            futures_util::future::Either::Left(self.cors.call(request))
+        } else {
+            futures_util::future::Either::Right(self.direct.call(request))
+        }
+    }
 }
 
 /// The headers a browser client may send to `/mcp`.

@@ -63,11 +63,19 @@ pub struct RequestLabel {
 /// The longest tool name or resource URI a log event carries.
 pub const MAX_TARGET_CHARS: usize = 200;
 
+/// `text`'s first [`MAX_TARGET_CHARS`] characters.
+fn truncated(text: &str) -> String {
+    match text.char_indices().nth(MAX_TARGET_CHARS) {
+        Some((end, _)) => text[..end].to_owned(),
+        None => text.to_owned(),
+    }
+}
+
 impl RequestLabel {
     /// The label of a `resources/read` of `uri`: what [`RequestLabel::of`] reads from such a body.
     #[must_use]
     pub fn resource_read(uri: &str) -> Self {
-        Self { method: "resources/read", target: Some(uri.chars().take(MAX_TARGET_CHARS).collect()) }
+        Self { method: "resources/read", target: Some(truncated(uri)) }
     }
 
     /// Reads the label of a request with this HTTP method and body.
@@ -99,7 +107,7 @@ impl RequestLabel {
                 let method = MCP_METHODS.iter().find(|known| **known == method).copied().unwrap_or("other");
                 let target = params
                     .and_then(|params| params.name.or(params.uri))
-                    .and_then(|value| value.as_str().map(|text| text.chars().take(MAX_TARGET_CHARS).collect()));
+                    .and_then(|value| value.as_str().map(truncated));
                 Self { method, target }
             }
             // A response or notification without a method (a client answering an elicitation).
@@ -296,7 +304,7 @@ impl RequestTimer {
 
 fn jsonrpc_error_code(chunk: &[u8]) -> Option<i64> {
     const MARKER: &[u8] = br#""error":{"code":"#;
-    let start = chunk.windows(MARKER.len()).position(|window| window == MARKER)? + MARKER.len();
+    let start = memchr::memmem::find(chunk, MARKER)? + MARKER.len();
     let rest = &chunk[start..];
     let end = rest.iter().position(|byte| !(byte.is_ascii_digit() || *byte == b'-')).unwrap_or(rest.len());
     std::str::from_utf8(&rest[..end]).ok()?.parse().ok()

@@ -584,25 +584,31 @@ fn course_resource(course: &Course) -> Resource {
 
 impl ServerHandler for CursosServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_tool_list_changed()
-                .enable_prompts()
-                .enable_prompts_list_changed()
-                .enable_resources()
-                .enable_resources_subscribe()
-                .enable_resources_list_changed()
-                .enable_completions()
-                .build(),
-        )
-        .with_server_info(
-            Implementation::new("mcp-cursos", env!("CARGO_PKG_VERSION"))
-                .with_title("Catálogo de cursos")
-                .with_description("Catálogo de cursos: recursos para ler, ferramentas para alterar, prompt para guiar.")
-                .with_icons(icons()),
-        )
-        .with_instructions(INSTRUCTIONS)
+        // rmcp asks for it on every stateless HTTP request: built once, then cloned.
+        static INFO: std::sync::LazyLock<ServerConfig> = std::sync::LazyLock::new(|| {
+            ServerConfig::new(
+                ServerCapabilities::builder()
+                    .enable_tools()
+                    .enable_tool_list_changed()
+                    .enable_prompts()
+                    .enable_prompts_list_changed()
+                    .enable_resources()
+                    .enable_resources_subscribe()
+                    .enable_resources_list_changed()
+                    .enable_completions()
+                    .build(),
+            )
+            .with_server_info(
+                Implementation::new("mcp-cursos", env!("CARGO_PKG_VERSION"))
+                    .with_title("Catálogo de cursos")
+                    .with_description(
+                        "Catálogo de cursos: recursos para ler, ferramentas para alterar, prompt para guiar.",
+                    )
+                    .with_icons(icons()),
+            )
+            .with_instructions(INSTRUCTIONS)
+        });
+        INFO.clone()
     }
 
     async fn call_tool(

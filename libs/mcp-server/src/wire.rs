@@ -275,10 +275,36 @@ pub fn portable_schema(schema: &JsonObject) -> Arc<JsonObject> {
 
 /// Timestamps on the wire: RFC 3339 in UTC with exactly three fractional digits
 /// (`2026-11-30T12:00:00.120Z`), so that they have one width and sort as text.
+///
+/// Written digit by digit: two of these are in every course a read returns, and `time`'s
+/// format descriptions cost about ten times as much (bench/RESULTS.md). Years outside 0..=9999
+/// (no course has one) take that general path.
 pub(crate) fn rfc3339(instant: OffsetDateTime) -> String {
+    let utc = instant.to_offset(time::UtcOffset::UTC);
+    let Ok(year) = u16::try_from(utc.year()) else { return rfc3339_described(utc) };
+    if year > 9999 {
+        return rfc3339_described(utc);
+    }
+    let mut text = *b"0000-00-00T00:00:00.000Z";
+    let mut put = |at: usize, width: u32, value: u16| {
+        for digit in 0..width {
+            let place = 10_u16.pow(width - 1 - digit);
+            text[at + digit as usize] = b'0' + u8::try_from(value / place % 10).unwrap_or(0);
+        }
+    };
+    put(0, 4, year);
+    put(5, 2, u16::from(u8::from(utc.month())));
+    put(8, 2, u16::from(utc.day()));
+    put(11, 2, u16::from(utc.hour()));
+    put(14, 2, u16::from(utc.minute()));
+    put(17, 2, u16::from(utc.second()));
+    put(20, 3, utc.millisecond());
+    std::str::from_utf8(&text).map_or_else(|_| rfc3339_described(utc), str::to_owned)
+}
+
+fn rfc3339_described(utc: OffsetDateTime) -> String {
     const WIRE_TIMESTAMP: &[time::format_description::BorrowedFormatItem<'static>] =
         time::macros::format_description!("[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z");
-    let utc = instant.to_offset(time::UtcOffset::UTC);
     utc.format(WIRE_TIMESTAMP).unwrap_or_else(|_| utc.to_string())
 }
 
@@ -435,5 +461,21 @@ mod tests {
         assert_eq!(rfc3339(datetime!(2026-11-30 12:00:00 UTC)), "2026-11-30T12:00:00.000Z");
         assert_eq!(rfc3339(datetime!(2026-11-30 12:00:00.12 UTC)), "2026-11-30T12:00:00.120Z");
         assert_eq!(rfc3339(datetime!(2026-11-30 09:00:00.5 -3)), "2026-11-30T12:00:00.500Z");
+        assert_eq!(rfc3339(datetime!(0001-01-01 00:00:00.999999 UTC)), "0001-01-01T00:00:00.999Z");
+        assert_eq!(rfc3339(datetime!(9999-12-31 23:59:59.9999 UTC)), "9999-12-31T23:59:59.999Z");
+    }
+
+    /// The digit-by-digit writer agrees with `time`'s own formatting, over instants spread across
+    /// four centuries (every month, day, hour and millisecond shape) and the years it leaves to it.
+    #[test]
+    fn wire_timestamps_are_what_time_s_format_description_writes() {
+        let mut instant = datetime!(1900-01-01 00:00:00 UTC);
+        let step = time::Duration::seconds(7_919_237) + time::Duration::nanoseconds(123_456_789);
+        while instant.year() < 2300 {
+            assert_eq!(rfc3339(instant), rfc3339_described(instant), "{instant}");
+            instant += step;
+        }
+        let before_year_zero = datetime!(-0001-06-15 12:00:00.5 UTC);
+        assert_eq!(rfc3339(before_year_zero), rfc3339_described(before_year_zero));
     }
 }
