@@ -451,14 +451,15 @@ impl Rows {
 }
 
 /// Duplicates within the file, in bounded memory: a 64-bit hash of each active title's comparison
-/// key with the line that had it first, and a 64-bit hash of each id (about 17 and 9 bytes a row
-/// in the tables, not the rows; ids without their line, as a repeated id is rarer and the set
-/// smaller: measured 106 MB peak at 1M rows with the line kept for both). Two distinct
-/// titles with one hash would be refused as duplicates: at a million rows, a chance of about 3 in
-/// 100 million, accepted (ADR 0040); the store's unique index decides what is stored.
+/// key with the line that had it first, and a 64-bit hash of each id (about 13 and 9 bytes a row
+/// in the tables, not the rows; ids without their line, as a repeated id is rarer). Kept by the
+/// pass that checks, and by the writing pass only when none checked before it (`--partial`): a
+/// file that passed its check has no duplicates to find again, and the store still refuses a
+/// title taken and skips an id present. Two distinct titles with one hash would be refused as
+/// duplicates: at a million rows, a chance of about 3 in 100 million, accepted (ADR 0040).
 #[derive(Default)]
 struct SeenInFile {
-    titles: HashMap<u64, u64>,
+    titles: HashMap<u64, u32>,
     ids: std::collections::HashSet<u64>,
 }
 
@@ -486,7 +487,8 @@ impl SeenInFile {
             });
         }
         if let Some(key) = key {
-            self.titles.insert(key, line);
+            // Past 4,294,967,295 lines the line named is that one: no file of courses gets there.
+            self.titles.insert(key, u32::try_from(line).unwrap_or(u32::MAX));
         }
         self.ids.insert(hash_of(course.id()));
         Ok(())
@@ -519,7 +521,7 @@ impl Run<'_> {
             progress.finish("refused");
             return Ok(tally);
         }
-        let mut seen = SeenInFile::default();
+        let mut seen = (pass == Pass::Check || self.arguments.partial).then(SeenInFile::default);
         let batch_size = usize::try_from(self.arguments.batch_size).unwrap_or(2000);
         let mut batch: Vec<(u64, Course)> = Vec::with_capacity(batch_size);
         loop {
@@ -529,7 +531,7 @@ impl Run<'_> {
                 tally.line = line;
                 match row.map(|row| row.into_course(&self.arguments.catalog, self.now)) {
                     Err(errors) => report(&mut tally, line, &errors),
-                    Ok(course) => match seen.check(line, &course) {
+                    Ok(course) => match seen.as_mut().map_or(Ok(()), |seen| seen.check(line, &course)) {
                         Err(error) => report(&mut tally, line, &[error]),
                         Ok(()) => batch.push((line, course)),
                     },
