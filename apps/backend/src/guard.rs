@@ -9,11 +9,8 @@
 //! send the machine's address as `Host`, and these two routes reveal nothing a rebinding page
 //! could use.
 
-use std::sync::Arc;
-
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 /// The probe routes, answered whatever the `Host` and `Origin` (ADR 0029).
@@ -277,28 +274,26 @@ fn split_host_port(text: &str) -> Option<(String, Option<u16>)> {
     (!host.is_empty()).then(|| (host.to_ascii_lowercase(), port))
 }
 
-/// Axum middleware: 400 for a repeated Host or Origin header, 403 unless Host, the request
-/// target's host (absolute form) and Origin (when present) are allowed. `/health` and `/ready`
+/// The refusal of a request, if it gets one: 400 for a repeated Host or Origin header, 403 unless
+/// Host, the request target's host (absolute form) and Origin (when present) are allowed. `/health` and `/ready`
 /// answer whatever the Host and Origin (ADR 0029); only a repeated header is refused there.
-pub(crate) async fn check_host_and_origin(
-    State(guard): State<Arc<RequestGuard>>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let authority = request.uri().authority().map(|authority| authority.as_str().to_owned());
+pub(crate) fn refusal_of(guard: &RequestGuard, request: &Request) -> Option<Response> {
+    let authority = request.uri().authority().map(axum::http::uri::Authority::as_str);
     let checked = match check_single_headers(request.headers()) {
         Ok(()) if PROBES.contains(&request.uri().path()) => Ok(()),
-        Ok(()) => guard.check_allowed(request.headers(), authority.as_deref()),
+        Ok(()) => guard.check_allowed(request.headers(), authority),
         Err(refusal) => Err(refusal),
     };
     match checked {
-        Ok(()) => next.run(request).await,
+        Ok(()) => None,
         Err(Refusal::Ambiguous(reason)) => {
             tracing::warn!(reason, "request refused by the Host/Origin check");
-            (StatusCode::BAD_REQUEST, axum::Json(serde_json::json!({ "error": format!("Bad Request: {reason}") })))
-                .into_response()
+            Some(
+                (StatusCode::BAD_REQUEST, axum::Json(serde_json::json!({ "error": format!("Bad Request: {reason}") })))
+                    .into_response(),
+            )
         }
-        Err(Refusal::Forbidden(forbidden)) => forbidden.into_response(),
+        Err(Refusal::Forbidden(forbidden)) => Some(forbidden.into_response()),
     }
 }
 

@@ -189,36 +189,41 @@ pub fn app(state: ServerState, config: AppConfig, shutdown: CancellationToken) -
     // Around the whole router, once: `Router::layer` would wrap each route, and a route's
     // service (each layer's included) is cloned for every request it serves (bench/RESULTS.md).
     // Outermost first: Host/Origin, then CORS (a refused origin never gets this far; an allowed
-    // one gets its preflight answered here, before the key is asked for, ADR 0029), then the
-    // response counter.
+    // one gets its preflight answered here, before the key is asked for, ADR 0029), both in
+    // [`Front`], then the response counter.
     let guard = Arc::new(config.guard);
     let routes = tower::ServiceBuilder::new()
         .option_layer(metrics.map(|metrics| middleware::from_fn_with_state(metrics, count_response)))
         .service(routes);
-    let service = tower::ServiceBuilder::new()
-        .layer(middleware::from_fn_with_state(Arc::clone(&guard), guard::check_host_and_origin))
-        .service(CorsForBrowsers { cors: tower::Layer::layer(&cors(guard), routes.clone()), direct: routes });
-    Router::new().fallback_service(service)
+    let cors = tower::Layer::layer(&cors(Arc::clone(&guard)), routes.clone());
+    Router::new().fallback_service(Front { guard, cors, direct: routes })
 }
 
-/// CORS for the requests a browser makes, the ones with an `Origin` header: the others (every
-/// SDK, every editor) skip computing headers that only a browser reads, a measurable share of a
-/// read's cost (bench/RESULTS.md). Their responses carry no `Vary: Origin`; none is a response
-/// that a cache could hand to a browser (authenticated POSTs, `/health`), and a cached one
-/// without CORS headers would fail closed.
+/// What every request goes through first, once (not per route): the Host/Origin check
+/// ([`guard::refusal_of`]), then CORS for the requests a browser makes, the ones with an `Origin`
+/// header. The others (every SDK, every editor) skip computing headers that only a browser reads,
+/// a measurable share of a read's cost (bench/RESULTS.md); their responses carry no
+/// `Vary: Origin`, and none of them is a response a shared cache could hand to a browser
+/// (authenticated POSTs, `/health`); a cached one without CORS headers would fail closed.
+/// A plain `Service`, not a `from_fn` middleware, which would box its future and a clone of
+/// everything behind it on every request (ADR 0038).
 #[derive(Clone)]
-struct CorsForBrowsers<Routes> {
+struct Front<Routes> {
+    guard: Arc<guard::RequestGuard>,
     cors: tower_http::cors::Cors<Routes>,
     direct: Routes,
 }
 
-impl<Routes> tower::Service<Request> for CorsForBrowsers<Routes>
+impl<Routes> tower::Service<Request> for Front<Routes>
 where
     Routes: tower::Service<Request, Response = Response, Error = std::convert::Infallible> + Clone,
 {
     type Response = Response;
     type Error = std::convert::Infallible;
-    type Future = futures_util::future::Either<tower_http::cors::ResponseFuture<Routes::Future>, Routes::Future>;
+    type Future = futures_util::future::Either<
+        std::future::Ready<Result<Response, std::convert::Infallible>>,
+        futures_util::future::Either<tower_http::cors::ResponseFuture<Routes::Future>, Routes::Future>,
+    >;
 
     fn poll_ready(&mut self, context: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
         // `direct` is the service `cors` wraps (a clone): ready together.
@@ -226,11 +231,15 @@ where
     }
 
     fn call(&mut self, request: Request) -> Self::Future {
-        if request.headers().contains_key(header::ORIGIN) {
-            futures_util::future::Either::Left(self.cors.call(request))
-        } else {
-            futures_util::future::Either::Right(self.direct.call(request))
+        use futures_util::future::Either;
+        if let Some(refusal) = guard::refusal_of(&self.guard, &request) {
+            return Either::Left(std::future::ready(Ok(refusal)));
         }
+        Either::Right(if request.headers().contains_key(header::ORIGIN) {
+            Either::Left(self.cors.call(request))
+        } else {
+            Either::Right(self.direct.call(request))
+        })
     }
 }
 

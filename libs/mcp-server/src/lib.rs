@@ -14,6 +14,7 @@ pub mod app;
 mod arguments;
 mod caller;
 mod confirmation;
+mod course_text;
 mod evidence;
 mod hub;
 mod outcomes;

@@ -768,7 +768,7 @@ impl ServerHandler for CursosServer {
             None => return Err(outcomes::resource_not_found(&uri)),
             Some(ResourceUri::Course(id)) => {
                 let course = catalog.get(id).await.map_err(|error| outcomes::course_read_error(error, &uri))?;
-                serde_json::to_string(&CourseJson::from_course(&course)).map_err(outcomes::internal_protocol_error)?
+                self.state.course_texts.text_of(&course).map_err(outcomes::internal_protocol_error)?
             }
             Some(ResourceUri::Catalog(after)) => Self::catalog_page_json(&catalog, after).await?,
             Some(ResourceUri::History(id, after)) => {

@@ -74,6 +74,8 @@ pub struct ServerState {
     pub(crate) confirmations: ConfirmationSeal,
     /// The operator's policy (ADR 0036), swapped whole when the policy file changes.
     policy: Arc<RwLock<Arc<Policy>>>,
+    /// The JSON text of the courses read lately, reused while the course read is the same value.
+    pub(crate) course_texts: Arc<crate::course_text::CourseTexts>,
 }
 
 impl ServerState {
@@ -96,6 +98,7 @@ impl ServerState {
             shutdown: CancellationToken::new(),
             confirmations: ConfirmationSeal::random(),
             policy: Arc::default(),
+            course_texts: Arc::default(),
         }
     }
 
