@@ -400,6 +400,7 @@ fn sync_folder(path: &Path) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sqlite_failure_tests::titles_in_file;
     /// A database at `path` made by this crate's migrations, in WAL mode as the apps leave it,
     /// holding one course titled `title`; no connection to it is left open (a store's threads
     /// may still hold one for a moment after it is dropped).
@@ -417,22 +418,6 @@ mod tests {
         .bind::<Text, _>(title)
         .execute(&mut connection)
         .expect("inserted");
-    }
-
-    fn titles(path: &Path) -> Vec<String> {
-        #[derive(QueryableByName)]
-        struct Title {
-            #[diesel(sql_type = Text)]
-            title: String,
-        }
-        let mut connection = SqliteConnection::establish(&path.to_string_lossy()).expect("open");
-        connection.batch_execute("PRAGMA busy_timeout = 10000").expect("busy timeout");
-        diesel::sql_query("SELECT title FROM courses ORDER BY position")
-            .load::<Title>(&mut connection)
-            .expect("titles")
-            .into_iter()
-            .map(|row| row.title)
-            .collect()
     }
 
     /// An app that opens the database in the instant between restore's check and its rename can
@@ -463,7 +448,7 @@ mod tests {
         // SQLITE_READONLY_DBMOVED: "attempt to write a readonly database".
         assert!(error.to_string().contains("readonly"), "{error}");
         drop(latecomer);
-        assert_eq!(titles(&database), ["Curso da copia"]);
+        assert_eq!(titles_in_file(&database), ["Curso da copia"]);
     }
 
     #[test]
@@ -476,7 +461,7 @@ mod tests {
         let refused = restore_sqlite(&backup, &database).expect_err("in use");
         assert!(matches!(refused, RestoreError::InUse(_)), "{refused:?}");
         drop(store);
-        assert_eq!(titles(&database), ["Curso atual"]);
+        assert_eq!(titles_in_file(&database), ["Curso atual"]);
         let leftovers: Vec<_> = std::fs::read_dir(folder.path())
             .expect("list")
             .filter_map(Result::ok)

@@ -52,7 +52,7 @@ fn fresh_store() -> (tempfile::TempDir, PathBuf, SqliteStore) {
 
 /// The titles of the courses in the file at `path`, read by a connection of its own (as a
 /// restart would).
-fn titles_in_file(path: &Path) -> Vec<String> {
+pub(crate) fn titles_in_file(path: &Path) -> Vec<String> {
     let mut connection = SqliteConnection::establish(&path.to_string_lossy()).expect("open the file");
     // The store's connections may still hold a lock for a moment (a checkpoint, a rollback).
     connection.batch_execute("PRAGMA busy_timeout = 10000").expect("busy timeout");
