@@ -1561,6 +1561,8 @@ mod apps;
 mod evidence;
 #[path = "contract/policy.rs"]
 mod policy;
+#[path = "contract/surface.rs"]
+mod surface;
 /// Two tenants (ADR 0035) on one store: a server whose local caller is in catalog `verde` sees
 /// nothing of catalog `azul`'s courses, even by their ids, on both eras, and changes none of them.
 #[tokio::test]

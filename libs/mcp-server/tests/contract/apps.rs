@@ -11,12 +11,12 @@ use super::*;
 
 /// A host that renders MCP Apps (and has no confirmation dialog of its own: the app asks).
 #[derive(Debug, Clone)]
-struct RendersApps {
+pub(super) struct RendersApps {
     mime_types: Vec<&'static str>,
 }
 
 impl RendersApps {
-    const HTML: Self = Self { mime_types: Vec::new() };
+    pub(super) const HTML: Self = Self { mime_types: Vec::new() };
 }
 
 impl rmcp::ClientHandler for RendersApps {
