@@ -5,7 +5,7 @@ use std::sync::Arc;
 use time::OffsetDateTime;
 
 use crate::IdempotencyKey;
-use crate::course::ChangeRefusal;
+use crate::rules::ChangeRefusal;
 use crate::store::{IdempotentInsert, Replaced, Unwritable, WriteError};
 use crate::{
     CatalogName, Course, CourseChanges, CourseId, CoursePage, CourseStore, CourseTitle, HistoryPage, NewCourse,

@@ -13,17 +13,11 @@
 #![deny(missing_docs)]
 
 mod catalog;
-mod catalog_name;
-mod course;
-mod course_id;
-mod course_title;
 mod database_settings;
-mod history;
-mod idempotency_key;
 mod inline_read;
 mod migration;
-mod page;
 mod postgres;
+mod rules;
 mod sql_store;
 mod sqlite;
 mod sqlite_backup;
@@ -32,7 +26,6 @@ mod sqlite_follow;
 mod sqlite_read_cache;
 mod sqlite_writer;
 mod store;
-mod workload_hours;
 
 #[cfg(test)]
 mod catalog_tests;
@@ -46,18 +39,19 @@ pub use catalog::{
     ArchiveCourseError, Catalog, CatalogObserver, CourseChange, CreateCourseError, Created, GetCourseError, NotReady,
     UpdateCourseError,
 };
-pub use catalog_name::{CatalogName, CatalogNameError};
-pub use course::{Course, CourseChanges, CourseRevision, ImportedCourseError, NewCourse};
-pub use course_id::{CourseId, CourseIdError};
-pub use course_title::{CourseTitle, CourseTitleError, TitleSearchKey, code_point, comparison_key_of};
 pub use database_settings::{DatabaseSettingError, OpenedDatabase, open_database};
-pub use history::{ApprovalReceipt, Evidence, HistoryEntry, HistoryPage, Provenance};
-pub use idempotency_key::{CreationFingerprint, IdempotencyKey, IdempotencyKeyError};
 pub use migration::{
     Endpoint, MigrateError, MigrationPhase, MigrationProgress, MigrationReport, NonEmptyTarget, migrate,
 };
-pub use page::{CoursePage, PageCursor, PageCursorError, PageSize};
 pub use postgres::{CHANGES_CHANNEL, FOLLOW_POLL, OpenPostgresStoreError, PostgresStore};
+pub use rules::{ApprovalReceipt, Evidence, HistoryEntry, HistoryPage, Provenance};
+pub use rules::{CatalogName, CatalogNameError};
+pub use rules::{Course, CourseChanges, CourseRevision, ImportedCourseError, NewCourse};
+pub use rules::{CourseId, CourseIdError};
+pub use rules::{CoursePage, PageCursor, PageCursorError, PageSize};
+pub use rules::{CourseTitle, CourseTitleError, TitleSearchKey, code_point, comparison_key_of};
+pub use rules::{CreationFingerprint, IdempotencyKey, IdempotencyKeyError};
+pub use rules::{WorkloadHours, WorkloadHoursError};
 pub use sqlite::{OpenStoreError, SqliteStore};
 pub use sqlite_backup::{BackupError, BackupReport, RestoreError, RestoreReport, backup_sqlite, restore_sqlite};
 pub use sqlite_follow::SQLITE_FOLLOW_POLL;
@@ -66,4 +60,3 @@ pub use store::{
     Replaced, StoreError, Unwritable, WriteError,
 };
 pub use time::OffsetDateTime;
-pub use workload_hours::{WorkloadHours, WorkloadHoursError};

@@ -1305,7 +1305,7 @@ fn search_active(
 /// Brings the stored title keys to today's comparison-key rule, in the transaction that migrated
 /// the database (ADR 0025): nothing to do when they are already at it.
 pub(crate) fn bring_title_keys_to_rule(connection: &mut SqlConnection<'_>) -> QueryResult<()> {
-    use crate::course_title::{COMPARISON_KEY_RULE, StoredKey, plan_rekey, transient_key};
+    use crate::rules::{COMPARISON_KEY_RULE, StoredKey, plan_rekey, transient_key};
 
     let version: i64 =
         on_backend!(connection, |concrete| title_key_rule::table.select(title_key_rule::version).get_result(concrete))?;
@@ -1328,7 +1328,7 @@ pub(crate) fn bring_title_keys_to_rule(connection: &mut SqlConnection<'_>) -> Qu
     for (catalog, id, title, key, archived) in stored {
         by_catalog.entry(catalog).or_default().push(StoredKey { id, title, key, active: !archived });
     }
-    let mut rekey = crate::course_title::Rekey::default();
+    let mut rekey = crate::rules::Rekey::default();
     for courses_of_catalog in by_catalog.into_values() {
         let planned = plan_rekey(courses_of_catalog);
         rekey.changes.extend(planned.changes);
