@@ -1236,7 +1236,7 @@ fn a_database_from_before_catalogs_is_migrated_in_place_into_the_default_catalog
     {
         let mut connection = diesel::SqliteConnection::establish(&path.to_string_lossy()).expect("connect");
         let migrations =
-            diesel::migration::MigrationSource::<diesel::sqlite::Sqlite>::migrations(&crate::sqlite::MIGRATIONS)
+            diesel::migration::MigrationSource::<diesel::sqlite::Sqlite>::migrations(&crate::store::sqlite::MIGRATIONS)
                 .expect("migrations");
         let ours = migrations
             .iter()

@@ -13,24 +13,12 @@
 #![deny(missing_docs)]
 
 mod catalog;
-mod database_settings;
-mod inline_read;
-mod migration;
-mod postgres;
+mod open;
 mod rules;
-mod sql_store;
-mod sqlite;
-mod sqlite_backup;
-mod sqlite_file;
-mod sqlite_follow;
-mod sqlite_read_cache;
-mod sqlite_writer;
 mod store;
 
 #[cfg(test)]
 mod catalog_tests;
-#[cfg(test)]
-mod sqlite_failure_tests;
 #[cfg(any(test, feature = "test-support"))]
 #[doc(hidden)]
 pub mod testing;
@@ -39,24 +27,22 @@ pub use catalog::{
     ArchiveCourseError, Catalog, CatalogObserver, CourseChange, CreateCourseError, Created, GetCourseError, NotReady,
     UpdateCourseError,
 };
-pub use database_settings::{DatabaseSettingError, OpenedDatabase, open_database};
-pub use migration::{
-    Endpoint, MigrateError, MigrationPhase, MigrationProgress, MigrationReport, NonEmptyTarget, migrate,
+pub use open::{DatabaseSettingError, OpenedDatabase, open_database};
+pub use rules::{
+    ApprovalReceipt, CatalogName, CatalogNameError, Course, CourseChanges, CourseId, CourseIdError, CoursePage,
+    CourseRevision, CourseTitle, CourseTitleError, CreationFingerprint, Evidence, HistoryEntry, HistoryPage,
+    IdempotencyKey, IdempotencyKeyError, ImportedCourseError, NewCourse, PageCursor, PageCursorError, PageSize,
+    Provenance, TitleSearchKey, WorkloadHours, WorkloadHoursError, code_point, comparison_key_of,
 };
-pub use postgres::{CHANGES_CHANNEL, FOLLOW_POLL, OpenPostgresStoreError, PostgresStore};
-pub use rules::{ApprovalReceipt, Evidence, HistoryEntry, HistoryPage, Provenance};
-pub use rules::{CatalogName, CatalogNameError};
-pub use rules::{Course, CourseChanges, CourseRevision, ImportedCourseError, NewCourse};
-pub use rules::{CourseId, CourseIdError};
-pub use rules::{CoursePage, PageCursor, PageCursorError, PageSize};
-pub use rules::{CourseTitle, CourseTitleError, TitleSearchKey, code_point, comparison_key_of};
-pub use rules::{CreationFingerprint, IdempotencyKey, IdempotencyKeyError};
-pub use rules::{WorkloadHours, WorkloadHoursError};
-pub use sqlite::{OpenStoreError, SqliteStore};
-pub use sqlite_backup::{BackupError, BackupReport, RestoreError, RestoreReport, backup_sqlite, restore_sqlite};
-pub use sqlite_follow::SQLITE_FOLLOW_POLL;
-pub use store::{
-    ChangeFollower, CourseStore, ExportEnd, ExportSink, IdempotentInsert, ImportOutcome, PoolStatus, RemoteChange,
-    Replaced, StoreError, Unwritable, WriteError,
+pub use store::copy::{Endpoint, MigrateError, MigrationReport, NonEmptyTarget, migrate};
+pub use store::port::{
+    ChangeFollower, CourseStore, ExportEnd, ExportSink, IdempotentInsert, ImportOutcome, MigrationPhase,
+    MigrationProgress, PoolStatus, RemoteChange, Replaced, StoreError, Unwritable, WriteError,
 };
+pub use store::postgres::{CHANGES_CHANNEL, FOLLOW_POLL, OpenPostgresStoreError, PostgresStore};
+pub use store::sqlite::backup::{
+    BackupError, BackupReport, RestoreError, RestoreReport, backup_sqlite, restore_sqlite,
+};
+pub use store::sqlite::follow::SQLITE_FOLLOW_POLL;
+pub use store::sqlite::{OpenStoreError, SqliteStore};
 pub use time::OffsetDateTime;

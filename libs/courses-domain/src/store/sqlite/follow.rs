@@ -1,4 +1,4 @@
-//! Changes other processes commit to a [`SqliteStore`](crate::SqliteStore)'s file (ADR 0030).
+//! Changes other processes commit to a [`SqliteStore`](crate::store::sqlite::SqliteStore)'s file (ADR 0030).
 //!
 //! SQLite has no notification between processes, but `PRAGMA data_version` on a connection
 //! changes whenever another connection commits to the file: a thread with its own connection asks
@@ -20,8 +20,8 @@ use std::time::Duration;
 use diesel::prelude::*;
 use diesel::sqlite::SqliteConnection;
 
-use crate::store::RemoteChange;
-use crate::{CourseId, StoreError};
+use crate::rules::CourseId;
+use crate::store::port::{RemoteChange, StoreError};
 
 /// How often a following SQLite store asks whether another process committed (ADR 0030).
 pub const SQLITE_FOLLOW_POLL: Duration = Duration::from_millis(50);
@@ -114,7 +114,7 @@ struct Written {
 }
 
 impl Written {
-    /// The same rule as [`CourseChange::changes_listing`](crate::CourseChange::changes_listing):
+    /// The same rule as [`CourseChange::changes_listing`](crate::catalog::CourseChange::changes_listing):
     /// a creation, an archiving or a new title changes the listing.
     fn changes_listing(&self) -> bool {
         self.before_title.as_deref() != Some(self.after_title.as_str())
@@ -129,9 +129,9 @@ pub(crate) fn start(
     open: impl Fn(&str) -> Result<SqliteConnection, diesel::ConnectionError> + Send + 'static,
     own: &Arc<OwnWrites>,
     on_change: Box<dyn Fn(RemoteChange) + Send>,
-) -> crate::ChangeFollower {
+) -> crate::store::port::ChangeFollower {
     let stop = Arc::new(AtomicBool::new(false));
-    let follower = crate::ChangeFollower::new(Arc::clone(&stop));
+    let follower = crate::store::port::ChangeFollower::new(Arc::clone(&stop));
     // Where to start: read now, under the lock, so that every row committed after this call is
     // either this process's (recorded from now on) or reported.
     let start_after = {
@@ -251,7 +251,7 @@ fn poll(
                 tracing::warn!(seq = row.seq, "a history entry names an invalid course: not announced");
                 continue;
             };
-            let Some(catalog) = crate::CatalogName::from_stored(&row.catalog) else {
+            let Some(catalog) = crate::rules::CatalogName::from_stored(&row.catalog) else {
                 tracing::warn!(seq = row.seq, "a history entry names an invalid catalog: not announced");
                 continue;
             };
@@ -273,9 +273,10 @@ mod tests {
     use std::time::Duration;
 
     use super::{OwnWrites, poll};
-    use crate::{
-        Catalog, CourseChanges, CourseId, CourseTitle, NewCourse, Provenance, RemoteChange, SqliteStore, WorkloadHours,
-    };
+    use crate::catalog::Catalog;
+    use crate::rules::{CourseChanges, CourseId, CourseTitle, NewCourse, Provenance, WorkloadHours};
+    use crate::store::port::RemoteChange;
+    use crate::store::sqlite::SqliteStore;
 
     /// Long enough for a loaded CI machine; a passing test never waits for it.
     const PATIENCE: Duration = Duration::from_secs(10);
@@ -313,7 +314,7 @@ mod tests {
         assert_eq!(
             received.recv_timeout(PATIENCE).expect("the creation is followed"),
             RemoteChange {
-                catalog: crate::CatalogName::default_catalog(),
+                catalog: crate::rules::CatalogName::default_catalog(),
                 course_id: created.id(),
                 changes_listing: true
             },
@@ -324,7 +325,7 @@ mod tests {
         assert_eq!(
             received.recv_timeout(PATIENCE).expect("the update is followed"),
             RemoteChange {
-                catalog: crate::CatalogName::default_catalog(),
+                catalog: crate::rules::CatalogName::default_catalog(),
                 course_id: created.id(),
                 changes_listing: false
             },
@@ -335,7 +336,7 @@ mod tests {
         assert_eq!(
             received.recv_timeout(PATIENCE).expect("the new title is followed"),
             RemoteChange {
-                catalog: crate::CatalogName::default_catalog(),
+                catalog: crate::rules::CatalogName::default_catalog(),
                 course_id: created.id(),
                 changes_listing: true
             }
@@ -349,7 +350,7 @@ mod tests {
         assert_eq!(
             received.recv_timeout(PATIENCE).expect("the archiving is followed"),
             RemoteChange {
-                catalog: crate::CatalogName::default_catalog(),
+                catalog: crate::rules::CatalogName::default_catalog(),
                 course_id: before_following.id(),
                 changes_listing: true
             },
@@ -404,8 +405,7 @@ mod tests {
         let path = folder.path().join("cursos.db");
         let elsewhere = Catalog::new(SqliteStore::open(&path).expect("open elsewhere"));
         let mut connection =
-            super::super::sqlite_writer::open(&path.to_string_lossy(), &super::super::sqlite::test_settings())
-                .expect("connection");
+            super::super::writer::open(&path.to_string_lossy(), &super::super::test_settings()).expect("connection");
         let own = OwnWrites::default();
         let (mut version, mut seen) = (None, Some(0));
         assert_eq!(poll(&mut connection, &own, &mut version, &mut seen).expect("poll"), Vec::new());
@@ -420,12 +420,12 @@ mod tests {
             poll(&mut connection, &own, &mut version, &mut seen).expect("poll"),
             vec![
                 RemoteChange {
-                    catalog: crate::CatalogName::default_catalog(),
+                    catalog: crate::rules::CatalogName::default_catalog(),
                     course_id: first.id(),
                     changes_listing: true
                 },
                 RemoteChange {
-                    catalog: crate::CatalogName::default_catalog(),
+                    catalog: crate::rules::CatalogName::default_catalog(),
                     course_id: second.id(),
                     changes_listing: true
                 },

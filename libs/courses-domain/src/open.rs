@@ -6,7 +6,9 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::{Catalog, OpenPostgresStoreError, OpenStoreError, PostgresStore, SqliteStore};
+use crate::catalog::Catalog;
+use crate::store::postgres::{OpenPostgresStoreError, PostgresStore};
+use crate::store::sqlite::{OpenStoreError, SqliteStore};
 
 /// A database setting that cannot be followed: the cause first, then the setting (and the value
 /// seen, never a URL, which may hold a password) and what to change, on one line.
