@@ -17,8 +17,6 @@ mod open;
 mod rules;
 mod store;
 
-#[cfg(test)]
-mod catalog_tests;
 #[cfg(any(test, feature = "test-support"))]
 #[doc(hidden)]
 pub mod testing;
@@ -27,7 +25,7 @@ pub use catalog::{
     ArchiveCourseError, Catalog, CatalogObserver, CourseChange, CreateCourseError, Created, GetCourseError, NotReady,
     UpdateCourseError,
 };
-pub use open::{DatabaseSettingError, OpenedDatabase, open_database};
+pub use open::{DatabaseSettingError, DatabaseSettingNames, OpenedDatabase, open_database};
 pub use rules::{
     ApprovalReceipt, CatalogName, CatalogNameError, Course, CourseChanges, CourseId, CourseIdError, CoursePage,
     CourseRevision, CourseTitle, CourseTitleError, CreationFingerprint, Evidence, HistoryEntry, HistoryPage,

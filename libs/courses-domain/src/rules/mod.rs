@@ -1,8 +1,9 @@
 //! The catalog's rules as types: the newtypes that parse at the boundary, the entity [`Course`],
 //! its history and paging. Everything else in the crate builds on these.
 //!
-//! **Architecture invariant:** plain values and pure functions: nothing here names diesel, tokio,
-//! [`crate::store`] or [`crate::catalog`].
+//! **Architecture invariant:** plain values and pure functions: nothing here imports the database
+//! library, the async runtime, the store or the catalog (only `std`, `time`, `uuid`,
+//! `unicode-normalization`, `thiserror`, and each other through this module).
 
 mod catalog_name;
 mod course;

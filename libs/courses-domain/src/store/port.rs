@@ -162,7 +162,7 @@ pub struct PoolStatus {
     pub idle: u32,
 }
 
-/// Where courses are kept. Implementations are blocking; the [`Catalog`](crate::catalog::Catalog) calls
+/// Where courses are kept. Implementations are blocking; the `Catalog` calls
 /// them off the async runtime's worker threads.
 ///
 /// **Contract (ADR 0035):** every operation takes the [`CatalogName`] it is in, and sees and
@@ -293,7 +293,7 @@ pub trait CourseStore: Send + Sync + std::fmt::Debug + 'static {
         sink: &mut dyn ExportSink,
     ) -> Result<ExportEnd, StoreError>;
 
-    /// Whether the [`Catalog`](crate::catalog::Catalog) may run this store's bounded reads (a course, a
+    /// Whether the `Catalog` may run this store's bounded reads (a course, a
     /// page, a history page, the count) on the async runtime's thread instead of the blocking pool.
     ///
     /// True only for a store whose reads are local and short (an indexed read of a local file: tens
@@ -321,7 +321,7 @@ pub trait CourseStore: Send + Sync + std::fmt::Debug + 'static {
 
     /// Starts telling `on_change` of the changes other processes commit to the same database
     /// (another replica on PostgreSQL, another process on the same SQLite file), in commit order,
-    /// never of this store's own writes (its [`Catalog`](crate::catalog::Catalog)'s observers hear those).
+    /// never of this store's own writes (its `Catalog`'s observers hear those).
     /// Runs until the returned [`ChangeFollower`] is dropped. The default, for a store no other
     /// process can share, follows nothing (`None`).
     fn follow_changes(&self, on_change: Box<dyn Fn(RemoteChange) + Send>) -> Option<ChangeFollower> {

@@ -1,17 +1,18 @@
-//! What [`SqliteStore`](crate::store::sqlite::SqliteStore) and [`PostgresStore`](crate::store::postgres::PostgresStore) share, once
-//! (ADR 0033): the schema, the rows and their mapping to [`Course`] and [`HistoryEntry`], every
-//! query and write statement, how a write failure is recognised ([`write_error`]), the title
-//! rekey of ADR 0025, and the one implementation of [`CourseStore`], for any [`SqlBackend`].
+//! What the two SQL stores share, once (ADR 0033): the schema, the rows and their mapping to
+//! [`Course`] and [`HistoryEntry`], every query and write statement, how a write failure is
+//! recognised ([`write_error`]), the title rekey of ADR 0025, and the one implementation of
+//! [`CourseStore`], for any [`SqlBackend`].
 //!
 //! Each statement function takes a [`SqlConnection`], a borrowed connection of either backend, and
 //! builds its statement once in the source; `on_backend!` compiles it for each backend (no boxed
 //! queries, no SQL rebuilt per call: diesel's statement caches keep working by type).
 //!
-//! What differs per backend is named: [`SqlBackend`] (implemented in `sqlite.rs` and
-//! `postgres.rs`: how a read gets a connection, how a write runs, the probes), the active-course
-//! predicate ([`ActiveCourses`], each partial index's own text), the stored form of an instant
-//! ([`StoredTimestamp`]), the third step of a search ([`ContainingSearch`], on each backend's connection),
-//! and how a SQLite unique violation is named ([`SqlConnection::name_title_violation`]).
+//! What differs per backend is named here and implemented in each backend's module, which this
+//! one never imports: [`SqlBackend`] (how a read gets a connection, how a write runs, the
+//! probes), the third step of a search ([`ContainingSearch`], on each backend's connection), the
+//! active-course predicate ([`ActiveCourses`], each partial index's own text), the stored form of
+//! an instant ([`StoredTimestamp`]), and how a SQLite unique violation is named
+//! ([`SqlConnection::name_title_violation`]).
 
 use diesel::backend::Backend;
 use diesel::deserialize::{self, FromSql};
@@ -29,7 +30,7 @@ use time::{OffsetDateTime, PrimitiveDateTime};
 
 use crate::rules::{
     ApprovalReceipt, CatalogName, Course, CourseId, CourseRevision, CourseTitle, CreationFingerprint, Evidence,
-    HistoryEntry, IdempotencyKey, PageCursor, Provenance, TitleSearchKey, WorkloadHours,
+    HistoryEntry, IdempotencyKey, PageCursor, Provenance, Rekey, TitleSearchKey, WorkloadHours,
 };
 use crate::store::port::{
     ChangeFollower, CourseStore, ExportEnd, ExportSink, IdempotentInsert, ImportOutcome, PoolStatus, RemoteChange,
@@ -1334,7 +1335,7 @@ pub(crate) fn bring_title_keys_to_rule(connection: &mut SqlConnection<'_>) -> Qu
     for (catalog, id, title, key, archived) in stored {
         by_catalog.entry(catalog).or_default().push(StoredKey { id, title, key, active: !archived });
     }
-    let mut rekey = crate::rules::Rekey::default();
+    let mut rekey = Rekey::default();
     for courses_of_catalog in by_catalog.into_values() {
         let planned = plan_rekey(courses_of_catalog);
         rekey.changes.extend(planned.changes);

@@ -1,10 +1,12 @@
-//! [`SqliteStore`]: the default [`CourseStore`](crate::store::port::CourseStore), one SQLite file, through diesel.
+//! [`SqliteStore`]: the default [`CourseStore`](crate::store::port::CourseStore), one SQLite file,
+//! through diesel.
 //!
 //! SQLite is compiled into the binary (`libsqlite3-sys/bundled`). The file is opened in WAL
 //! mode with a busy timeout and `synchronous = FULL`, and the embedded migrations run on open.
 //! Reads use a pool of connections (never waited for on the async runtime:
-//! [`crate::store::port::inline_read`]); writes go through one writer thread that commits them in batches, one
-//! fsync per batch ([`crate::store::sqlite::writer`], group commit: what a failed batch means is there).
+//! [`inline_read`]); writes go through one writer thread that
+//! commits them in batches, one fsync per batch ([`writer`], group commit: what a failed batch
+//! means is there).
 //!
 //! The schema, the rows and the statements are shared with PostgreSQL ([`crate::store::sql`], ADR
 //! 0033); this file holds what only SQLite does: opening and migrating the file, how a read gets a
@@ -29,7 +31,7 @@ use diesel::sqlite::SqliteConnection;
 use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
 
 use crate::rules::{CatalogName, Course, CourseId};
-use crate::store::port::{ChangeFollower, RemoteChange, StoreError, Unwritable, WriteError};
+use crate::store::port::{ChangeFollower, RemoteChange, StoreError, Unwritable, WriteError, inline_read};
 use crate::store::sql::{
     self, ChangeSummary, ContainingSearch, CourseRow, SharedRead, SharedWrite, SqlBackend, SqlConnection, WriteResult,
     Written, write_error,
@@ -247,15 +249,15 @@ impl SqliteStore {
     }
 
     /// A pooled connection for a read. On the blocking pool it waits for one (up to the pool's
-    /// timeout); in a read the catalog runs on the async worker ([`crate::store::port::inline_read`]) it
-    /// never waits: with none free now, the read fails and the catalog runs it again on the
+    /// timeout); in a read the catalog runs on the async worker ([`inline_read`]) it never waits:
+    /// with none free now, the read fails and the catalog runs it again on the
     /// blocking pool (ADR 0021).
     fn connection(&self) -> Result<PooledConnection<ConnectionManager<SqliteConnection>>, StoreError> {
-        if crate::store::port::inline_read::may_wait() {
+        if inline_read::may_wait() {
             return self.pool.get().map_err(|error| StoreError::new("no database connection available", error));
         }
         self.pool.try_get().ok_or_else(|| {
-            crate::store::port::inline_read::no_connection_free();
+            inline_read::no_connection_free();
             StoreError::message("no database connection free for a read on the async runtime")
         })
     }

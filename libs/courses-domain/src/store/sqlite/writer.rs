@@ -1,4 +1,4 @@
-//! Group commit for [`SqliteStore`](crate::store::sqlite::SqliteStore): every write of a process goes through one
+//! Group commit for [`SqliteStore`](super::SqliteStore): every write of a process goes through one
 //! writer thread, which commits the writes queued at that moment in one transaction, so one
 //! fsync (`synchronous = FULL`) makes a whole batch durable (ADR 0020).
 //!
