@@ -7,6 +7,11 @@
 //! - The persistence seam [`CourseStore`], its default implementation [`SqliteStore`], and
 //!   [`PostgresStore`] for a shared PostgreSQL database.
 //!
+//! The folders are the layers, each importing only those before it: `rules/` (the types) ←
+//! `store/` (the port, then the shared SQL layer, then each backend, then the copy between
+//! stores) and `catalog/` (the service, over the port only) ← `open.rs` (a catalog on the store
+//! the apps' settings choose). This file is only the crate's face.
+//!
 //! **Architecture invariant:** this crate knows nothing of MCP, JSON-RPC, HTTP or serialization.
 //! Its types derive neither `Serialize` nor `JsonSchema`; the server library converts them by hand.
 

@@ -1,6 +1,7 @@
 //! [`migrate`]: copies a whole database (every catalog) from one store to another, SQLite or
 //! PostgreSQL either way, as it is: the same ids, versions, positions, history (with its
-//! evidence), idempotency keys and active counters (ADR 0041).
+//! evidence), idempotency keys and active counters (ADR 0041). (`copy.rs`: "migration" here is
+//! the operator's word for this copy, not the schema migrations each store runs on open.)
 //!
 //! The copy is written once for both backends over [`SqlConnection`] and the shared schema of
 //! [`crate::store::sql`] (ADR 0033); what differs per backend is named where it happens (how a

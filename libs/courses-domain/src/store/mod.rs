@@ -4,7 +4,8 @@
 //! ← [`copy`] (the copy between two stores).
 //!
 //! **Architecture invariant:** the shared SQL layer never names a backend module: what differs
-//! per backend is a trait it declares and each backend implements.
+//! per backend is a trait it declares and each backend implements. Nothing here imports the
+//! catalog (but tests that drive a store through it).
 
 pub(crate) mod copy;
 pub(crate) mod port;

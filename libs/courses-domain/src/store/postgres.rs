@@ -12,7 +12,7 @@
 //! Writes run in READ COMMITTED transactions. The rules that need more than that:
 //! - Duplicate titles: the partial unique index `courses_active_title_key` refuses them, also
 //!   between concurrent writers; a violation of that index (PostgreSQL names it) is
-//!   [`WriteError::DuplicateTitle`](crate::store::port::WriteError::DuplicateTitle).
+//!   [`WriteError::DuplicateTitle`].
 //! - Creation order: every write that adds to or removes from the active set (a creation, an
 //!   archiving) first locks the single `catalog_counters` row, which the counting triggers would
 //!   lock anyway. A creation draws its position under that lock, so positions commit in order and a
