@@ -1298,11 +1298,8 @@ fn search_active(
     }
     // 3. Title keys containing the key: the backend's text index (it needs three characters).
     if found.len() < limit && key.chars().count() >= 3 {
-        let containing = on_backend!(connection, |concrete| concrete.title_keys_containing(
-            catalog,
-            key,
-            sql_limit.saturating_mul(2)
-        ));
+        let most = sql_limit.saturating_mul(2);
+        let containing = on_backend!(connection, |concrete| concrete.title_keys_containing(catalog, key, most));
         found.extend(containing.map_err(search_error)?);
     }
     let mut seen = std::collections::HashSet::new();
