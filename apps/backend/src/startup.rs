@@ -6,7 +6,16 @@
 
 use std::path::{Path, PathBuf};
 
-pub use courses_domain::{DatabaseSettingError, OpenedDatabase, open_database};
+pub use courses_domain::{DatabaseSettingError, OpenedDatabase};
+
+/// [`courses_domain::open_database`], its errors naming `DATABASE_URL` and `DATABASE_PATH`.
+///
+/// # Errors
+/// [`DatabaseSettingError`] naming the setting to change.
+pub fn open_database(url: Option<&str>, path: &Path) -> Result<OpenedDatabase, DatabaseSettingError> {
+    let names = courses_domain::DatabaseSettingNames { url: "DATABASE_URL", path: "DATABASE_PATH" };
+    courses_domain::open_database(url, path, names)
+}
 
 use crate::{Access, ApiKey, AppConfig, Keyring, KeysFileError, RequestGuard, Settings};
 

@@ -103,7 +103,7 @@ pub struct Database {
 
 impl Database {
     fn open(&self) -> anyhow::Result<courses_domain::OpenedDatabase> {
-        Ok(courses_domain::open_database(self.url.as_deref(), &self.path)?)
+        Ok(crate::startup::open_database(self.url.as_deref(), &self.path)?)
     }
 }
 

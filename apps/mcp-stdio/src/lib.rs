@@ -165,6 +165,18 @@ pub fn interrupted() -> Pin<Box<dyn Future<Output = ()> + Send + 'static>> {
     }
 }
 
+/// [`courses_domain::open_database`], its errors naming `DATABASE_URL` and `DATABASE_PATH`.
+///
+/// # Errors
+/// [`DatabaseSettingError`](courses_domain::DatabaseSettingError) naming the setting to change.
+pub fn open_database(
+    url: Option<&str>,
+    path: &std::path::Path,
+) -> Result<courses_domain::OpenedDatabase, courses_domain::DatabaseSettingError> {
+    let names = courses_domain::DatabaseSettingNames { url: "DATABASE_URL", path: "DATABASE_PATH" };
+    courses_domain::open_database(url, path, names)
+}
+
 /// `mcp-cursos-stdio check`: opens the store the settings choose, as a start would (so pending
 /// migrations are applied), and writes one line per finding to `report`. True when all passed.
 ///
@@ -175,7 +187,7 @@ pub fn check(
     database_path: &std::path::Path,
     mut report: impl std::io::Write,
 ) -> std::io::Result<bool> {
-    let (line, passed) = match courses_domain::open_database(database_url, database_path) {
+    let (line, passed) = match open_database(database_url, database_path) {
         Ok(opened) => (format!("ok: database {} opened and migrated", opened.description), true),
         Err(error) => (format!("error: {error}"), false),
     };

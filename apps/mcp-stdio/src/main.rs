@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Parser;
-use courses_domain::open_database;
+use mcp_cursos_stdio::open_database;
 use mcp_server::{CursosServer, PolicyFile, ServerOptions, ServerState, UnconfirmedArchive};
 use tracing_subscriber::EnvFilter;
 

@@ -7,37 +7,21 @@
 //! - The persistence seam [`CourseStore`], its default implementation [`SqliteStore`], and
 //!   [`PostgresStore`] for a shared PostgreSQL database.
 //!
+//! The folders are the layers, each importing only those before it: `rules/` (the types) ←
+//! `store/` (the port, then the shared SQL layer, then each backend, then the copy between
+//! stores) and `catalog/` (the service, over the port only) ← `open.rs` (a catalog on the store
+//! the apps' settings choose). This file is only the crate's face.
+//!
 //! **Architecture invariant:** this crate knows nothing of MCP, JSON-RPC, HTTP or serialization.
 //! Its types derive neither `Serialize` nor `JsonSchema`; the server library converts them by hand.
 
 #![deny(missing_docs)]
 
 mod catalog;
-mod catalog_name;
-mod course;
-mod course_id;
-mod course_title;
-mod database_settings;
-mod history;
-mod idempotency_key;
-mod inline_read;
-mod migration;
-mod page;
-mod postgres;
-mod sql_store;
-mod sqlite;
-mod sqlite_backup;
-mod sqlite_file;
-mod sqlite_follow;
-mod sqlite_read_cache;
-mod sqlite_writer;
+mod open;
+mod rules;
 mod store;
-mod workload_hours;
 
-#[cfg(test)]
-mod catalog_tests;
-#[cfg(test)]
-mod sqlite_failure_tests;
 #[cfg(any(test, feature = "test-support"))]
 #[doc(hidden)]
 pub mod testing;
@@ -46,24 +30,22 @@ pub use catalog::{
     ArchiveCourseError, Catalog, CatalogObserver, CourseChange, CreateCourseError, Created, GetCourseError, NotReady,
     UpdateCourseError,
 };
-pub use catalog_name::{CatalogName, CatalogNameError};
-pub use course::{Course, CourseChanges, CourseRevision, ImportedCourseError, NewCourse};
-pub use course_id::{CourseId, CourseIdError};
-pub use course_title::{CourseTitle, CourseTitleError, TitleSearchKey, code_point, comparison_key_of};
-pub use database_settings::{DatabaseSettingError, OpenedDatabase, open_database};
-pub use history::{ApprovalReceipt, Evidence, HistoryEntry, HistoryPage, Provenance};
-pub use idempotency_key::{CreationFingerprint, IdempotencyKey, IdempotencyKeyError};
-pub use migration::{
-    Endpoint, MigrateError, MigrationPhase, MigrationProgress, MigrationReport, NonEmptyTarget, migrate,
+pub use open::{DatabaseSettingError, DatabaseSettingNames, OpenedDatabase, open_database};
+pub use rules::{
+    ApprovalReceipt, CatalogName, CatalogNameError, Course, CourseChanges, CourseId, CourseIdError, CoursePage,
+    CourseRevision, CourseTitle, CourseTitleError, CreationFingerprint, Evidence, HistoryEntry, HistoryPage,
+    IdempotencyKey, IdempotencyKeyError, ImportedCourseError, NewCourse, PageCursor, PageCursorError, PageSize,
+    Provenance, TitleSearchKey, WorkloadHours, WorkloadHoursError, code_point, comparison_key_of,
 };
-pub use page::{CoursePage, PageCursor, PageCursorError, PageSize};
-pub use postgres::{CHANGES_CHANNEL, FOLLOW_POLL, OpenPostgresStoreError, PostgresStore};
-pub use sqlite::{OpenStoreError, SqliteStore};
-pub use sqlite_backup::{BackupError, BackupReport, RestoreError, RestoreReport, backup_sqlite, restore_sqlite};
-pub use sqlite_follow::SQLITE_FOLLOW_POLL;
-pub use store::{
-    ChangeFollower, CourseStore, ExportEnd, ExportSink, IdempotentInsert, ImportOutcome, PoolStatus, RemoteChange,
-    Replaced, StoreError, Unwritable, WriteError,
+pub use store::copy::{Endpoint, MigrateError, MigrationReport, NonEmptyTarget, migrate};
+pub use store::port::{
+    ChangeFollower, CourseStore, ExportEnd, ExportSink, IdempotentInsert, ImportOutcome, MigrationPhase,
+    MigrationProgress, PoolStatus, RemoteChange, Replaced, StoreError, Unwritable, WriteError,
 };
+pub use store::postgres::{CHANGES_CHANNEL, FOLLOW_POLL, OpenPostgresStoreError, PostgresStore};
+pub use store::sqlite::backup::{
+    BackupError, BackupReport, RestoreError, RestoreReport, backup_sqlite, restore_sqlite,
+};
+pub use store::sqlite::follow::SQLITE_FOLLOW_POLL;
+pub use store::sqlite::{OpenStoreError, SqliteStore};
 pub use time::OffsetDateTime;
-pub use workload_hours::{WorkloadHours, WorkloadHoursError};

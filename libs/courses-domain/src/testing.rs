@@ -68,6 +68,19 @@ fn announce_skip(reason: &str) {
     });
 }
 
+/// A new course, for this crate's own tests.
+#[cfg(test)]
+pub(crate) fn new_course(title: &str, hours: i64) -> crate::rules::NewCourse {
+    let title = crate::rules::CourseTitle::parse(title).expect("valid title");
+    crate::rules::NewCourse { title, workload_hours: crate::rules::WorkloadHours::parse(hours).expect("valid hours") }
+}
+
+/// Who this crate's own tests write as.
+#[cfg(test)]
+pub(crate) fn by() -> crate::rules::Provenance {
+    crate::rules::Provenance::new("teste", "criar_curso", "{}")
+}
+
 /// The URL without a password, for messages.
 fn redact(url: &str) -> String {
     match (url.find("://"), url.rfind('@')) {

@@ -1,4 +1,4 @@
-//! Changes other processes commit to a [`SqliteStore`](crate::SqliteStore)'s file (ADR 0030).
+//! Changes other processes commit to a [`SqliteStore`](super::SqliteStore)'s file (ADR 0030).
 //!
 //! SQLite has no notification between processes, but `PRAGMA data_version` on a connection
 //! changes whenever another connection commits to the file: a thread with its own connection asks
@@ -20,8 +20,8 @@ use std::time::Duration;
 use diesel::prelude::*;
 use diesel::sqlite::SqliteConnection;
 
-use crate::store::RemoteChange;
-use crate::{CourseId, StoreError};
+use crate::rules::{CatalogName, CourseId};
+use crate::store::port::{ChangeFollower, RemoteChange, StoreError};
 
 /// How often a following SQLite store asks whether another process committed (ADR 0030).
 pub const SQLITE_FOLLOW_POLL: Duration = Duration::from_millis(50);
@@ -114,7 +114,7 @@ struct Written {
 }
 
 impl Written {
-    /// The same rule as [`CourseChange::changes_listing`](crate::CourseChange::changes_listing):
+    /// The same rule as `CourseChange::changes_listing`:
     /// a creation, an archiving or a new title changes the listing.
     fn changes_listing(&self) -> bool {
         self.before_title.as_deref() != Some(self.after_title.as_str())
@@ -129,9 +129,9 @@ pub(crate) fn start(
     open: impl Fn(&str) -> Result<SqliteConnection, diesel::ConnectionError> + Send + 'static,
     own: &Arc<OwnWrites>,
     on_change: Box<dyn Fn(RemoteChange) + Send>,
-) -> crate::ChangeFollower {
+) -> ChangeFollower {
     let stop = Arc::new(AtomicBool::new(false));
-    let follower = crate::ChangeFollower::new(Arc::clone(&stop));
+    let follower = ChangeFollower::new(Arc::clone(&stop));
     // Where to start: read now, under the lock, so that every row committed after this call is
     // either this process's (recorded from now on) or reported.
     let start_after = {
@@ -251,7 +251,7 @@ fn poll(
                 tracing::warn!(seq = row.seq, "a history entry names an invalid course: not announced");
                 continue;
             };
-            let Some(catalog) = crate::CatalogName::from_stored(&row.catalog) else {
+            let Some(catalog) = CatalogName::from_stored(&row.catalog) else {
                 tracing::warn!(seq = row.seq, "a history entry names an invalid catalog: not announced");
                 continue;
             };
@@ -273,23 +273,14 @@ mod tests {
     use std::time::Duration;
 
     use super::{OwnWrites, poll};
-    use crate::{
-        Catalog, CourseChanges, CourseId, CourseTitle, NewCourse, Provenance, RemoteChange, SqliteStore, WorkloadHours,
-    };
+    use crate::catalog::Catalog;
+    use crate::rules::{CatalogName, CourseChanges, CourseId, CourseTitle, WorkloadHours};
+    use crate::store::port::RemoteChange;
+    use crate::store::sqlite::SqliteStore;
+    use crate::testing::{by, new_course};
 
     /// Long enough for a loaded CI machine; a passing test never waits for it.
     const PATIENCE: Duration = Duration::from_secs(10);
-
-    fn by() -> Provenance {
-        Provenance::new("teste", "criar_curso", "{}")
-    }
-
-    fn new_course(title: &str) -> NewCourse {
-        NewCourse {
-            title: CourseTitle::parse(title).expect("title"),
-            workload_hours: WorkloadHours::parse(10).expect("hours"),
-        }
-    }
 
     fn runtime() -> tokio::runtime::Runtime {
         tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime")
@@ -302,54 +293,42 @@ mod tests {
         let here = SqliteStore::open(&path).expect("open here");
         let elsewhere = Catalog::new(SqliteStore::open(&path).expect("open elsewhere"));
         let runtime = runtime();
-        let before_following = runtime.block_on(elsewhere.create(new_course("Antes"), by())).expect("created");
+        let before_following = runtime.block_on(elsewhere.create(new_course("Antes", 10), by())).expect("created");
         let (sender, received) = mpsc::channel();
         let follower = here.follow_changes(move |change| {
             let _ = sender.send(change);
         });
         let local = Catalog::new(here);
 
-        let created = runtime.block_on(elsewhere.create(new_course("Remoto"), by())).expect("created");
+        let created = runtime.block_on(elsewhere.create(new_course("Remoto", 10), by())).expect("created");
         assert_eq!(
             received.recv_timeout(PATIENCE).expect("the creation is followed"),
-            RemoteChange {
-                catalog: crate::CatalogName::default_catalog(),
-                course_id: created.id(),
-                changes_listing: true
-            },
+            RemoteChange { catalog: CatalogName::default_catalog(), course_id: created.id(), changes_listing: true },
             "a creation elsewhere, not the one made before following"
         );
         let changes = CourseChanges { workload_hours: WorkloadHours::parse(20).ok(), ..Default::default() };
         runtime.block_on(elsewhere.update(created.id(), changes, by())).expect("updated");
         assert_eq!(
             received.recv_timeout(PATIENCE).expect("the update is followed"),
-            RemoteChange {
-                catalog: crate::CatalogName::default_catalog(),
-                course_id: created.id(),
-                changes_listing: false
-            },
+            RemoteChange { catalog: CatalogName::default_catalog(), course_id: created.id(), changes_listing: false },
             "a new workload leaves the listing as it was"
         );
         let retitled = CourseChanges { title: CourseTitle::parse("Remoto 2").ok(), ..Default::default() };
         runtime.block_on(elsewhere.update(created.id(), retitled, by())).expect("retitled");
         assert_eq!(
             received.recv_timeout(PATIENCE).expect("the new title is followed"),
-            RemoteChange {
-                catalog: crate::CatalogName::default_catalog(),
-                course_id: created.id(),
-                changes_listing: true
-            }
+            RemoteChange { catalog: CatalogName::default_catalog(), course_id: created.id(), changes_listing: true }
         );
 
         // Made here: not reported. Refused elsewhere: nothing committed. Then one more change
         // elsewhere, which must be the next one reported.
-        let local_course = runtime.block_on(local.create(new_course("Local"), by())).expect("created here");
-        runtime.block_on(elsewhere.create(new_course("local"), by())).expect_err("duplicate title");
+        let local_course = runtime.block_on(local.create(new_course("Local", 10), by())).expect("created here");
+        runtime.block_on(elsewhere.create(new_course("local", 10), by())).expect_err("duplicate title");
         runtime.block_on(elsewhere.archive(before_following.id(), by())).expect("archived");
         assert_eq!(
             received.recv_timeout(PATIENCE).expect("the archiving is followed"),
             RemoteChange {
-                catalog: crate::CatalogName::default_catalog(),
+                catalog: CatalogName::default_catalog(),
                 course_id: before_following.id(),
                 changes_listing: true
             },
@@ -376,7 +355,7 @@ mod tests {
                 (0..40)
                     .map(|index| {
                         runtime
-                            .block_on(catalog.create(new_course(&format!("{prefix} {index}")), by()))
+                            .block_on(catalog.create(new_course(&format!("{prefix} {index}"), 10), by()))
                             .expect("created")
                             .id()
                     })
@@ -404,31 +383,22 @@ mod tests {
         let path = folder.path().join("cursos.db");
         let elsewhere = Catalog::new(SqliteStore::open(&path).expect("open elsewhere"));
         let mut connection =
-            super::super::sqlite_writer::open(&path.to_string_lossy(), &super::super::sqlite::test_settings())
-                .expect("connection");
+            super::super::writer::open(&path.to_string_lossy(), &super::super::test_settings()).expect("connection");
         let own = OwnWrites::default();
         let (mut version, mut seen) = (None, Some(0));
         assert_eq!(poll(&mut connection, &own, &mut version, &mut seen).expect("poll"), Vec::new());
 
         let runtime = runtime();
-        let first = runtime.block_on(elsewhere.create(new_course("Primeiro"), by())).expect("created");
-        let second = runtime.block_on(elsewhere.create(new_course("Segundo"), by())).expect("created");
+        let first = runtime.block_on(elsewhere.create(new_course("Primeiro", 10), by())).expect("created");
+        let second = runtime.block_on(elsewhere.create(new_course("Segundo", 10), by())).expect("created");
         let changes = CourseChanges { workload_hours: WorkloadHours::parse(30).ok(), ..Default::default() };
         runtime.block_on(elsewhere.update(second.id(), changes.clone(), by())).expect("updated");
         runtime.block_on(elsewhere.update(first.id(), changes, by())).expect("updated");
         assert_eq!(
             poll(&mut connection, &own, &mut version, &mut seen).expect("poll"),
             vec![
-                RemoteChange {
-                    catalog: crate::CatalogName::default_catalog(),
-                    course_id: first.id(),
-                    changes_listing: true
-                },
-                RemoteChange {
-                    catalog: crate::CatalogName::default_catalog(),
-                    course_id: second.id(),
-                    changes_listing: true
-                },
+                RemoteChange { catalog: CatalogName::default_catalog(), course_id: first.id(), changes_listing: true },
+                RemoteChange { catalog: CatalogName::default_catalog(), course_id: second.id(), changes_listing: true },
             ]
         );
         assert_eq!(poll(&mut connection, &own, &mut version, &mut seen).expect("poll"), Vec::new(), "nothing new");
@@ -442,7 +412,7 @@ mod tests {
         let follower = here.follow_changes(|_| {});
         let local = Catalog::new(here);
         let runtime = runtime();
-        runtime.block_on(local.create(new_course("Um"), by())).expect("created");
+        runtime.block_on(local.create(new_course("Um", 10), by())).expect("created");
         drop(follower);
         let deadline = std::time::Instant::now() + PATIENCE;
         while own.lock().following {
@@ -450,7 +420,7 @@ mod tests {
             std::thread::sleep(Duration::from_millis(5));
         }
         let recorded = own.lock().ranges.len();
-        runtime.block_on(local.create(new_course("Dois"), by())).expect("created");
+        runtime.block_on(local.create(new_course("Dois", 10), by())).expect("created");
         assert_eq!(own.lock().ranges.len(), recorded, "nothing recorded once nobody follows");
     }
 }

@@ -1,17 +1,18 @@
-//! [`PostgresStore`]: the [`CourseStore`](crate::CourseStore) on a PostgreSQL database, through diesel.
+//! [`PostgresStore`]: the [`CourseStore`](crate::store::port::CourseStore) on a PostgreSQL
+//! database, through diesel.
 //!
 //! libpq (and the OpenSSL it uses for TLS) is built from source (`pq-sys/bundled`,
 //! `openssl-sys/vendored`): the build needs no system PostgreSQL library (ADR 0018). The embedded
 //! migrations (`migrations_postgres/`) run on open, one process at a time under an advisory lock.
 //!
-//! The schema, the rows and the statements are shared with SQLite ([`crate::sql_store`], ADR
+//! The schema, the rows and the statements are shared with SQLite ([`crate::store::sql`], ADR
 //! 0033); this file holds what only PostgreSQL does: connecting, migrating under an advisory lock,
 //! the creation lock, change notices, and the trigram search.
 //!
 //! Writes run in READ COMMITTED transactions. The rules that need more than that:
 //! - Duplicate titles: the partial unique index `courses_active_title_key` refuses them, also
 //!   between concurrent writers; a violation of that index (PostgreSQL names it) is
-//!   [`WriteError::DuplicateTitle`](crate::WriteError::DuplicateTitle).
+//!   [`WriteError::DuplicateTitle`].
 //! - Creation order: every write that adds to or removes from the active set (a creation, an
 //!   archiving) first locks the single `catalog_counters` row, which the counting triggers would
 //!   lock anyway. A creation draws its position under that lock, so positions commit in order and a
@@ -31,13 +32,13 @@ use diesel::r2d2::{ConnectionManager, CustomizeConnection, Pool, PooledConnectio
 use diesel::result::{DatabaseErrorKind, Error as DieselError};
 use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
 
-use crate::sql_store::schema::{catalog_counters, courses};
-use crate::sql_store::{
-    self, ActiveCourses, ChangeSummary, CourseRow, SharedRead, SharedWrite, SqlBackend, SqlConnection, WriteResult,
-    Written, write_error,
+use crate::rules::{CatalogName, CourseId};
+use crate::store::port::{ChangeFollower, RemoteChange, StoreError, WriteError};
+use crate::store::sql::schema::{catalog_counters, courses};
+use crate::store::sql::{
+    self, ActiveCourses, ChangeSummary, ContainingSearch, CourseRow, SharedRead, SharedWrite, SqlBackend,
+    SqlConnection, WriteResult, Written, write_error,
 };
-use crate::store::{ChangeFollower, RemoteChange, WriteError};
-use crate::{CourseId, StoreError};
 
 pub(crate) const MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations_postgres");
 
@@ -185,7 +186,7 @@ fn is_plain_identifier(name: &str) -> bool {
 
 impl PostgresStore {
     /// True when `url` is a PostgreSQL connection URI (`postgres://…` or `postgresql://…`): what the
-    /// apps open with this store rather than with [`SqliteStore`](crate::SqliteStore).
+    /// apps open with this store rather than with `SqliteStore`.
     #[must_use]
     pub fn handles(url: &str) -> bool {
         url.starts_with("postgres://") || url.starts_with("postgresql://")
@@ -251,12 +252,12 @@ impl PostgresStore {
                     // Carry the migration error out of diesel's transaction closure.
                     DieselError::QueryBuilderError(error)
                 })?;
-                sql_store::bring_title_keys_to_rule(&mut SqlConnection::Postgres(connection))
+                sql::bring_title_keys_to_rule(&mut SqlConnection::Postgres(connection))
             })
             .map_err(|error| OpenPostgresStoreError::Migrate { source: error.into() })?;
         drop(connection);
         tracing::debug!(schema = schema.unwrap_or("(search_path)"), "PostgreSQL course store opened");
-        let origin = crate::CourseId::generate().to_string();
+        let origin = CourseId::generate().to_string();
         Ok(Self { pool, schema: schema.map(str::to_owned), url: url.into(), origin: origin.into() })
     }
 
@@ -379,7 +380,7 @@ fn parse_notice(payload: &str, own_origin: &str, own_schema: &str) -> Option<Rem
         _ => return None,
     };
     Some(RemoteChange {
-        catalog: crate::CatalogName::from_stored(catalog)?,
+        catalog: CatalogName::from_stored(catalog)?,
         course_id: CourseId::parse(id).ok()?,
         changes_listing,
     })
@@ -432,7 +433,7 @@ fn contains_pattern(text: &str) -> String {
     pattern
 }
 
-/// PostgreSQL's part of the shared store ([`crate::sql_store`], ADR 0033).
+/// PostgreSQL's part of the shared store ([`crate::store::sql`], ADR 0033).
 impl SqlBackend for PostgresStore {
     type Connection = PgConnection;
 
@@ -496,19 +497,16 @@ fn commit_went_unanswered(error: &DieselError) -> bool {
 
 /// PostgreSQL's own third step of a search: active courses whose title key contains `key`, a
 /// `LIKE '%key%'` served by the trigram index `courses_active_title_trigram`.
-pub(crate) fn title_keys_containing(
-    connection: &mut PgConnection,
-    catalog: &crate::CatalogName,
-    key: &str,
-    limit: i64,
-) -> QueryResult<Vec<CourseRow>> {
-    courses::table
-        .filter(courses::catalog.eq(catalog.as_str()))
-        .filter(ActiveCourses)
-        .filter(courses::title_key.like(contains_pattern(key)))
-        .limit(limit)
-        .select(CourseRow::as_select())
-        .load(connection)
+impl ContainingSearch for PgConnection {
+    fn title_keys_containing(&mut self, catalog: &CatalogName, key: &str, limit: i64) -> QueryResult<Vec<CourseRow>> {
+        courses::table
+            .filter(courses::catalog.eq(catalog.as_str()))
+            .filter(ActiveCourses)
+            .filter(courses::title_key.like(contains_pattern(key)))
+            .limit(limit)
+            .select(CourseRow::as_select())
+            .load(self)
+    }
 }
 
 #[cfg(test)]
@@ -518,8 +516,11 @@ mod tests {
     use std::sync::atomic::{AtomicBool, Ordering};
 
     use super::{RemoteChange, contains_pattern, is_not_up_yet, is_plain_identifier, notice_payload, parse_notice};
-    use crate::catalog_tests::TestSchema;
-    use crate::{Catalog, CourseStore, CourseTitle, CreateCourseError, NewCourse, Provenance, WorkloadHours};
+    use crate::catalog::tests::TestSchema;
+    use crate::catalog::{Catalog, CreateCourseError};
+    use crate::rules::{CatalogName, CourseChanges, CourseId, PageSize, WorkloadHours};
+    use crate::store::port::CourseStore;
+    use crate::testing::{by, new_course};
 
     #[test]
     fn only_a_server_that_is_not_up_yet_is_tried_again() {
@@ -557,12 +558,8 @@ mod tests {
                     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
                     (0..PER_WRITER)
                         .map(|number| {
-                            let new_course = NewCourse {
-                                title: CourseTitle::parse(&format!("Curso {writer}-{number}")).expect("title"),
-                                workload_hours: WorkloadHours::parse(10).expect("hours"),
-                            };
-                            let provenance = Provenance::new("teste", "criar_curso", "{}");
-                            runtime.block_on(catalog.create(new_course, provenance)).expect("created").id()
+                            let course = new_course(&format!("Curso {writer}-{number}"), 10);
+                            runtime.block_on(catalog.create(course, by())).expect("created").id()
                         })
                         .collect::<Vec<_>>()
                 })
@@ -580,7 +577,7 @@ mod tests {
         let mut cursor = None;
         loop {
             let still_writing = writing.load(Ordering::SeqCst);
-            let page = reader.active_page(&crate::CatalogName::default_catalog(), cursor, 100).expect("page");
+            let page = reader.active_page(&CatalogName::default_catalog(), cursor, 100).expect("page");
             if let Some((_, last)) = page.last() {
                 cursor = Some(*last);
             }
@@ -620,35 +617,22 @@ mod tests {
         let elsewhere = Catalog::new(schema.open());
         let local = Catalog::new(here);
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
-        let by = || Provenance::new("teste", "criar_curso", "{}");
-        let new_course = |title: &str| NewCourse {
-            title: CourseTitle::parse(title).expect("title"),
-            workload_hours: WorkloadHours::parse(10).expect("hours"),
-        };
         // Made here: not reported (this process already knows). Refused elsewhere: nothing committed.
-        runtime.block_on(local.create(new_course("Local"), by())).expect("created");
-        runtime.block_on(elsewhere.create(new_course("local"), by())).expect_err("duplicate title");
-        let created = runtime.block_on(elsewhere.create(new_course("Remoto"), by())).expect("created");
-        let changes = crate::CourseChanges { workload_hours: WorkloadHours::parse(20).ok(), ..Default::default() };
+        runtime.block_on(local.create(new_course("Local", 10), by())).expect("created");
+        runtime.block_on(elsewhere.create(new_course("local", 10), by())).expect_err("duplicate title");
+        let created = runtime.block_on(elsewhere.create(new_course("Remoto", 10), by())).expect("created");
+        let changes = CourseChanges { workload_hours: WorkloadHours::parse(20).ok(), ..Default::default() };
         runtime.block_on(elsewhere.update(created.id(), changes, by())).expect("updated");
         let timeout = std::time::Duration::from_secs(30);
         let first = received.recv_timeout(timeout).expect("the creation is followed");
         let second = received.recv_timeout(timeout).expect("the update is followed");
         assert_eq!(
             first,
-            RemoteChange {
-                catalog: crate::CatalogName::default_catalog(),
-                course_id: created.id(),
-                changes_listing: true
-            }
+            RemoteChange { catalog: CatalogName::default_catalog(), course_id: created.id(), changes_listing: true }
         );
         assert_eq!(
             second,
-            RemoteChange {
-                catalog: crate::CatalogName::default_catalog(),
-                course_id: created.id(),
-                changes_listing: false
-            }
+            RemoteChange { catalog: CatalogName::default_catalog(), course_id: created.id(), changes_listing: false }
         );
         assert!(received.try_recv().is_err(), "nothing else: not the local write, not the refusal");
         drop(follower);
@@ -671,13 +655,7 @@ mod tests {
                 DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION at_commit();",
         );
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
-        let create = |title: &str| {
-            let new_course = NewCourse {
-                title: CourseTitle::parse(title).expect("title"),
-                workload_hours: WorkloadHours::parse(10).expect("hours"),
-            };
-            runtime.block_on(catalog.create(new_course, Provenance::new("teste", "criar_curso", "{}")))
-        };
+        let create = |title: &str| runtime.block_on(catalog.create(new_course(title, 10), by()));
 
         create("Antes").expect("an ordinary creation commits");
         let lost = create("Cai no commit");
@@ -687,7 +665,7 @@ mod tests {
         create("Depois").expect("the pool replaced the lost connection");
 
         let titles: Vec<String> = runtime
-            .block_on(catalog.active_page(None, crate::PageSize::default()))
+            .block_on(catalog.active_page(None, PageSize::default()))
             .expect("page")
             .courses
             .iter()
@@ -698,22 +676,18 @@ mod tests {
 
     #[test]
     fn notices_are_read_only_from_other_origins_of_the_same_schema() {
-        let id = crate::CourseId::generate();
+        let id = CourseId::generate();
         let payload = notice_payload("b", Some("s1"), "padrao", &id.to_string(), true);
         assert_eq!(
             parse_notice(&payload, "a", "s1"),
-            Some(RemoteChange { catalog: crate::CatalogName::default_catalog(), course_id: id, changes_listing: true })
+            Some(RemoteChange { catalog: CatalogName::default_catalog(), course_id: id, changes_listing: true })
         );
         assert_eq!(parse_notice(&payload, "b", "s1"), None, "its own");
         assert_eq!(parse_notice(&payload, "a", "s2"), None, "another schema");
         let default_schema = notice_payload("b", None, "padrao", &id.to_string(), false);
         assert_eq!(
             parse_notice(&default_schema, "a", ""),
-            Some(RemoteChange {
-                catalog: crate::CatalogName::default_catalog(),
-                course_id: id,
-                changes_listing: false
-            })
+            Some(RemoteChange { catalog: CatalogName::default_catalog(), course_id: id, changes_listing: false })
         );
         for garbage in ["", "b s1", "b s1 not-an-id 1", &format!("b s1 {id} 2"), &format!("b s1 {id} 1 extra")] {
             assert_eq!(parse_notice(garbage, "a", "s1"), None, "{garbage:?}");

@@ -1,6 +1,6 @@
 //! Keyset pagination of the active catalog: [`PageCursor`], [`PageSize`] and [`CoursePage`].
 
-use crate::Course;
+use super::Course;
 
 /// Where the next page of active courses starts: just after this position in creation order.
 ///

@@ -22,24 +22,14 @@ use diesel::connection::SimpleConnection;
 use diesel::prelude::*;
 use time::OffsetDateTime;
 
-use crate::store::{Unwritable, WriteError};
-use crate::{
-    Catalog, Course, CourseStore, CourseTitle, CreateCourseError, NewCourse, NotReady, Provenance, SqliteStore,
-    WorkloadHours,
-};
+use crate::catalog::{Catalog, CreateCourseError, NotReady};
+use crate::rules::{CatalogName, Course, CourseTitle, NewCourse, WorkloadHours};
+use crate::store::port::{CourseStore, Unwritable, WriteError};
+use crate::store::sqlite::SqliteStore;
+use crate::testing::{by, new_course};
 
 fn course(title: &str) -> Course {
-    Course::create(
-        NewCourse {
-            title: CourseTitle::parse(title).expect("valid title"),
-            workload_hours: WorkloadHours::parse(10).expect("valid hours"),
-        },
-        OffsetDateTime::now_utc(),
-    )
-}
-
-fn by() -> Provenance {
-    Provenance::new("test", "criar_curso", "{}")
+    Course::create(new_course(title, 10), OffsetDateTime::now_utc())
 }
 
 /// A store on a fresh file.
@@ -124,7 +114,7 @@ fn queue<T: Send + 'static>(
 
 fn queue_insert(store: &SqliteStore, title: &str) -> JoinHandle<Result<(), WriteError>> {
     let course = course(title);
-    queue(store, move |store| store.insert(&crate::CatalogName::default_catalog(), &course, &by()))
+    queue(store, move |store| store.insert(&CatalogName::default_catalog(), &course, &by()))
 }
 
 // ---- A write that ends the batch's transaction --------------------------------------------------
@@ -135,9 +125,7 @@ fn queue_insert(store: &SqliteStore, title: &str) -> JoinHandle<Result<(), Write
 #[test]
 fn a_write_that_rolls_back_the_whole_transaction_fails_its_batch_and_leaves_nothing_of_it() {
     let (_folder, path, store) = fresh_store();
-    store
-        .insert(&crate::CatalogName::default_catalog(), &course("Antes"), &by())
-        .expect("acknowledged before the fault");
+    store.insert(&CatalogName::default_catalog(), &course("Antes"), &by()).expect("acknowledged before the fault");
     SqliteConnection::establish(&path.to_string_lossy())
         .expect("second connection")
         .batch_execute(
@@ -157,7 +145,7 @@ fn a_write_that_rolls_back_the_whole_transaction_fails_its_batch_and_leaves_noth
     assert_eq!(titles_in_file(&path), ["Antes"], "nothing of the failed batch is in the file");
 
     store
-        .insert(&crate::CatalogName::default_catalog(), &course("Depois"), &by())
+        .insert(&CatalogName::default_catalog(), &course("Depois"), &by())
         .expect("the writer carries on with the next batch");
     drop(store);
     assert_eq!(titles_in_file(&path), ["Antes", "Depois"]);
@@ -167,7 +155,7 @@ fn a_write_that_rolls_back_the_whole_transaction_fails_its_batch_and_leaves_noth
 #[test]
 fn a_duplicate_title_in_a_batch_still_fails_alone() {
     let (_folder, path, store) = fresh_store();
-    store.insert(&crate::CatalogName::default_catalog(), &course("Rust"), &by()).expect("acknowledged");
+    store.insert(&CatalogName::default_catalog(), &course("Rust"), &by()).expect("acknowledged");
     let held = HeldWriter::hold(&store, |_| Ok(()));
     let writes: Vec<_> = ["Go", "rust", "Zig"].iter().map(|title| queue_insert(&store, title)).collect();
     held.release().expect("holding batch");
@@ -186,9 +174,7 @@ fn a_full_database_fails_the_whole_batch_and_keeps_what_was_acknowledged_before(
     let (_folder, path, store) = fresh_store();
     let before: Vec<String> = (0..3).map(|number| format!("Reconhecido {number}")).collect();
     for title in &before {
-        store
-            .insert(&crate::CatalogName::default_catalog(), &course(title), &by())
-            .expect("acknowledged before the fault");
+        store.insert(&CatalogName::default_catalog(), &course(title), &by()).expect("acknowledged before the fault");
     }
     // The writer's connection may not grow the file by more than one page from now on.
     let held = HeldWriter::hold(&store, |connection| {
@@ -211,7 +197,7 @@ fn a_full_database_fails_the_whole_batch_and_keeps_what_was_acknowledged_before(
     assert_eq!(titles_in_file(&path), before, "what was acknowledged is there, nothing of the failed batch is");
     let reopened = SqliteStore::open(&path).expect("reopen");
     reopened
-        .insert(&crate::CatalogName::default_catalog(), &course("Depois"), &by())
+        .insert(&CatalogName::default_catalog(), &course("Depois"), &by())
         .expect("a fresh connection has no page limit");
 }
 
@@ -295,9 +281,7 @@ fn a_disk_that_fills_during_a_batch_leaves_its_outcome_unknown_and_loses_nothing
     let store = SqliteStore::open(&path).expect("open store");
     let before: Vec<String> = (0..3).map(|number| format!("Reconhecido {number}")).collect();
     for title in &before {
-        store
-            .insert(&crate::CatalogName::default_catalog(), &course(title), &by())
-            .expect("acknowledged before the fault");
+        store.insert(&CatalogName::default_catalog(), &course(title), &by()).expect("acknowledged before the fault");
     }
     let held = HeldWriter::hold(&store, |_| Ok(()));
     let writes: Vec<_> = (0..30).map(|number| queue_insert(&store, &format!("No lote {number}"))).collect();
@@ -341,12 +325,12 @@ fn a_disk_already_full_refuses_the_batch_before_writing_it() {
     };
     let path = disk.folder.join("cursos.db");
     let store = SqliteStore::open(&path).expect("open store");
-    store.insert(&crate::CatalogName::default_catalog(), &course("Antes"), &by()).expect("acknowledged");
+    store.insert(&CatalogName::default_catalog(), &course("Antes"), &by()).expect("acknowledged");
     let filler = disk.fill();
-    let refused = store.insert(&crate::CatalogName::default_catalog(), &course("Durante"), &by());
+    let refused = store.insert(&CatalogName::default_catalog(), &course("Durante"), &by());
     assert!(matches!(refused, Err(WriteError::Unwritable(Unwritable::DiskFull))), "{refused:?}");
     std::fs::remove_file(filler).expect("free the disk");
-    store.insert(&crate::CatalogName::default_catalog(), &course("Depois"), &by()).expect("room again");
+    store.insert(&CatalogName::default_catalog(), &course("Depois"), &by()).expect("room again");
     drop(store);
     assert_eq!(titles_in_file(&path), ["Antes", "Depois"]);
 }
@@ -374,7 +358,7 @@ fn a_panic_in_a_batch_is_reported_as_a_panic_writes_nothing_and_the_writer_carri
         assert!(chain.contains("panicked") && chain.contains("a bug in a write"), "{chain}");
     }
     assert!(titles_in_file(&path).is_empty(), "nothing of the batch was written");
-    store.insert(&crate::CatalogName::default_catalog(), &course("Depois"), &by()).expect("the writer carries on");
+    store.insert(&CatalogName::default_catalog(), &course("Depois"), &by()).expect("the writer carries on");
     let catalog = Catalog::new(store);
     tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime").block_on(async {
         catalog.readiness().await.expect("a panic in a batch does not stop the writer");

@@ -9,11 +9,18 @@ use std::sync::{Arc, Barrier};
 use diesel::connection::SimpleConnection;
 use diesel::{Connection, PgConnection};
 
-use crate::{
-    ArchiveCourseError, Catalog, Course, CourseChanges, CourseId, CourseStore, CourseTitle, CreateCourseError,
-    GetCourseError, NewCourse, PageSize, PostgresStore, Provenance, SqliteStore, UpdateCourseError, WorkloadHours,
-    WriteError,
+use crate::catalog::{
+    ArchiveCourseError, Catalog, CatalogObserver, CourseChange, CreateCourseError, GetCourseError, NotReady,
+    UpdateCourseError,
 };
+use crate::rules::{
+    ApprovalReceipt, CatalogName, Course, CourseChanges, CourseId, CourseTitle, Evidence, IdempotencyKey, PageSize,
+    Provenance, WorkloadHours,
+};
+use crate::store::port::{CourseStore, Unwritable, WriteError};
+use crate::store::postgres::PostgresStore;
+use crate::store::sqlite::{MIGRATIONS, SqliteStore};
+use crate::testing::{by, new_course};
 
 /// Which store a test runs on.
 #[derive(Debug, Clone, Copy)]
@@ -47,9 +54,7 @@ impl TestDatabase {
     /// A catalog on a store of its own (its own pool, as another process would have).
     fn open(&self) -> Catalog {
         match self {
-            Self::Sqlite(folder) => {
-                Catalog::new(SqliteStore::open(&folder.path().join("nested/folder/cursos.db")).expect("open store"))
-            }
+            Self::Sqlite(folder) => Catalog::new(SqliteStore::open(&sqlite_file(folder)).expect("open store")),
             Self::Postgres(schema) => Catalog::new(schema.open()),
         }
     }
@@ -57,20 +62,16 @@ impl TestDatabase {
     /// A store of its own, for what only a direct store call can do (a course no rule would make).
     fn open_store(&self) -> Box<dyn CourseStore> {
         match self {
-            Self::Sqlite(folder) => {
-                Box::new(SqliteStore::open(&folder.path().join("nested/folder/cursos.db")).expect("open store"))
-            }
+            Self::Sqlite(folder) => Box::new(SqliteStore::open(&sqlite_file(folder)).expect("open store")),
             Self::Postgres(schema) => Box::new(schema.open()),
         }
     }
-}
 
-impl TestDatabase {
     /// Runs `sql` on the database directly, as an older program or an operator would.
     fn execute(&self, sql: &str) {
         match self {
             Self::Sqlite(folder) => {
-                let path = folder.path().join("nested/folder/cursos.db");
+                let path = sqlite_file(folder);
                 let mut connection =
                     diesel::SqliteConnection::establish(&path.to_string_lossy()).expect("connect to the file");
                 connection.batch_execute(sql).expect("run the statements");
@@ -78,6 +79,11 @@ impl TestDatabase {
             Self::Postgres(schema) => schema.execute(sql),
         }
     }
+}
+
+/// The SQLite file of a test database, in a folder the store creates.
+fn sqlite_file(folder: &tempfile::TempDir) -> std::path::PathBuf {
+    folder.path().join("nested/folder/cursos.db")
 }
 
 /// A uniquely named PostgreSQL schema, dropped with everything in it when the test ends (also
@@ -95,9 +101,7 @@ impl TestSchema {
         // The store creates it on open.
         Some(Self { url, name: format!("catalog_test_{}", uuid::Uuid::new_v4().simple()) })
     }
-}
 
-impl TestSchema {
     /// A store of its own (its own pool) on this schema.
     pub(crate) fn open(&self) -> PostgresStore {
         PostgresStore::open_in_schema(&self.url, &self.name).expect("open store")
@@ -193,18 +197,6 @@ on_both_stores! {
         concurrent_updates_of_different_fields_lose_neither,
         concurrent_retries_of_one_key_from_two_connections_create_one_course,
         concurrent_writers_record_exactly_one_history_entry_per_accepted_write,
-}
-
-fn new_course(title: &str, hours: i64) -> NewCourse {
-    NewCourse {
-        title: CourseTitle::parse(title).expect("valid title"),
-        workload_hours: WorkloadHours::parse(hours).expect("valid hours"),
-    }
-}
-
-/// Who the tests write as.
-fn by() -> Provenance {
-    Provenance::new("teste", "criar_curso", "{}")
 }
 
 fn title(text: &str) -> CourseTitle {
@@ -545,17 +537,17 @@ fn a_taken_course_id_is_a_store_failure_and_not_a_duplicate_title(backend: Backe
     let store = database.open_store();
     let now = time::OffsetDateTime::now_utc();
     let first = Course::create(new_course("Rust", 10), now);
-    store.insert(&crate::CatalogName::default_catalog(), &first, &by()).expect("stored");
+    store.insert(&CatalogName::default_catalog(), &first, &by()).expect("stored");
     let same_id =
         Course::from_stored(first.id(), title("Go"), hours(10), false, 1, first.created_at(), first.updated_at());
-    let refused = store.insert(&crate::CatalogName::default_catalog(), &same_id, &by());
+    let refused = store.insert(&CatalogName::default_catalog(), &same_id, &by());
     assert!(matches!(refused, Err(WriteError::Store(_))), "a taken id: {refused:?}");
     let same_title = Course::create(new_course("  RUST ", 20), now);
-    let refused = store.insert(&crate::CatalogName::default_catalog(), &same_title, &by());
+    let refused = store.insert(&CatalogName::default_catalog(), &same_title, &by());
     assert!(matches!(refused, Err(WriteError::DuplicateTitle)), "a taken title: {refused:?}");
-    assert_eq!(store.count_active(&crate::CatalogName::default_catalog(),).expect("count"), 1, "neither refusal wrote");
+    assert_eq!(store.count_active(&CatalogName::default_catalog(),).expect("count"), 1, "neither refusal wrote");
     assert_eq!(
-        store.find(&crate::CatalogName::default_catalog(), first.id()).expect("read"),
+        store.find(&CatalogName::default_catalog(), first.id()).expect("read"),
         Some(first),
         "the first course is untouched"
     );
@@ -638,10 +630,10 @@ fn concurrent_updates_of_different_fields_lose_neither(backend: Backend) {
 }
 
 #[derive(Debug, Default)]
-struct RecordingObserver(std::sync::Mutex<Vec<crate::CourseChange>>, std::sync::Mutex<Vec<crate::CatalogName>>);
+struct RecordingObserver(std::sync::Mutex<Vec<CourseChange>>, std::sync::Mutex<Vec<CatalogName>>);
 
-impl crate::CatalogObserver for RecordingObserver {
-    fn course_changed(&self, catalog: &crate::CatalogName, change: &crate::CourseChange) {
+impl CatalogObserver for RecordingObserver {
+    fn course_changed(&self, catalog: &CatalogName, change: &CourseChange) {
         self.0.lock().expect("lock").push(change.clone());
         self.1.lock().expect("lock").push(catalog.clone());
     }
@@ -670,13 +662,13 @@ async fn observers_hear_of_every_change_and_of_no_no_op(backend: Backend) {
 
     let changes = observer.0.lock().expect("lock").clone();
     assert_eq!(changes.len(), 5, "{changes:#?}");
-    assert_eq!(changes[0], crate::CourseChange::Created(created.clone()));
-    assert_eq!(changes[1], crate::CourseChange::Updated { before: created, after: renamed.clone() });
+    assert_eq!(changes[0], CourseChange::Created(created.clone()));
+    assert_eq!(changes[1], CourseChange::Updated { before: created, after: renamed.clone() });
     assert!(changes[1].changes_listing(), "a new title changes what a listing shows");
-    assert_eq!(changes[2], crate::CourseChange::Updated { before: renamed, after: hours });
+    assert_eq!(changes[2], CourseChange::Updated { before: renamed, after: hours });
     assert!(!changes[2].changes_listing(), "new hours do not");
-    assert_eq!(changes[3], crate::CourseChange::Archived(archived));
-    assert!(matches!(changes[4], crate::CourseChange::Created(_)));
+    assert_eq!(changes[3], CourseChange::Archived(archived));
+    assert!(matches!(changes[4], CourseChange::Created(_)));
 }
 
 async fn the_active_count_stays_exact_through_creates_archives_and_refusals(backend: Backend) {
@@ -706,9 +698,8 @@ async fn suggestions_rank_id_prefix_then_title_prefix_then_title_contains_and_sk
     test.catalog.archive(archived.id(), by()).await.expect("archived");
     let go = test.catalog.create(new_course("Go", 10), by()).await.expect("created");
 
-    let titles = |courses: Vec<crate::Course>| {
-        courses.iter().map(|course| course.title().as_str().to_owned()).collect::<Vec<_>>()
-    };
+    let titles =
+        |courses: Vec<Course>| courses.iter().map(|course| course.title().as_str().to_owned()).collect::<Vec<_>>();
     assert_eq!(
         titles(test.catalog.suggest("  RUST ", 100).await.expect("suggest")),
         ["Rust Avançado", "Introdução a Rust"]
@@ -765,7 +756,7 @@ async fn a_write_that_expects_an_outdated_version_is_refused_and_changes_nothing
 
 async fn a_retried_creation_with_the_same_key_returns_the_first_course_and_creates_nothing(backend: Backend) {
     let test = backend.open_catalog();
-    let key = crate::IdempotencyKey::parse("pedido-42").expect("key");
+    let key = IdempotencyKey::parse("pedido-42").expect("key");
     let first = test.catalog.create_idempotent(new_course("Rust", 10), key.clone(), by()).await.expect("created");
     assert!(!first.replayed);
     let retry = test.catalog.create_idempotent(new_course(" Rust ", 10), key.clone(), by()).await.expect("replayed");
@@ -780,7 +771,7 @@ async fn a_retried_creation_with_the_same_key_returns_the_first_course_and_creat
 async fn a_refused_idempotent_creation_leaves_its_key_unused(backend: Backend) {
     let test = backend.open_catalog();
     test.catalog.create(new_course("Rust", 10), by()).await.expect("created");
-    let key = crate::IdempotencyKey::parse("k1").expect("key");
+    let key = IdempotencyKey::parse("k1").expect("key");
     let refused = test.catalog.create_idempotent(new_course("rust", 10), key.clone(), by()).await;
     assert!(matches!(refused, Err(CreateCourseError::DuplicateTitle { .. })), "{refused:?}");
     let created =
@@ -793,7 +784,7 @@ fn concurrent_retries_of_one_key_from_two_connections_create_one_course(backend:
     // Two stores, two pools: as two processes sharing one database would.
     let catalogs = [database.open(), database.open()];
     for round in 0..10 {
-        let key = crate::IdempotencyKey::parse(&format!("chave-{round}")).expect("key");
+        let key = IdempotencyKey::parse(&format!("chave-{round}")).expect("key");
         let title = format!("Curso {round}");
         let outcomes: Vec<_> = race(
             &catalogs,
@@ -837,7 +828,7 @@ async fn every_accepted_write_is_in_the_history_newest_first_with_who_how_and_th
                 entry.provenance.author(),
                 entry.provenance.tool(),
                 entry.provenance.arguments(),
-                entry.before.as_ref().map(crate::Course::version),
+                entry.before.as_ref().map(Course::version),
                 entry.after.version(),
             )
         })
@@ -857,8 +848,8 @@ async fn every_accepted_write_is_in_the_history_newest_first_with_who_how_and_th
     assert_eq!(history.entries[0].recorded_at, archived.updated_at());
 }
 
-fn evidence(client: Option<(&str, &str)>, surface: &str) -> crate::Evidence {
-    crate::Evidence::new(
+fn evidence(client: Option<(&str, &str)>, surface: &str) -> Evidence {
+    Evidence::new(
         Some("2026-07-28".to_owned()),
         client.map(|(name, _)| name.to_owned()),
         client.map(|(_, version)| version.to_owned()),
@@ -876,7 +867,7 @@ async fn every_entry_keeps_its_evidence_and_an_archiving_its_receipt_and_entries
     let changes = CourseChanges { workload_hours: Some(hours(20)), ..CourseChanges::default() };
     test.catalog.update(created.id(), changes, declared.clone()).await.expect("updated");
     let answered_at = time::macros::datetime!(2026-12-01 10:00:00.123456 UTC);
-    let receipt = crate::ApprovalReceipt::asked("Arquivar o curso \"Rust\"?", 2, "{\"confirmar\":true}", answered_at);
+    let receipt = ApprovalReceipt::asked("Arquivar o curso \"Rust\"?", 2, "{\"confirmar\":true}", answered_at);
     let silent = by().with_evidence(evidence(None, "sha256:bb").with_approval(receipt.clone()));
     test.catalog.archive_if(created.id(), Some(2), silent.clone()).await.expect("archived");
     // A refused or no-op write leaves neither an entry nor its evidence.
@@ -890,23 +881,23 @@ async fn every_entry_keeps_its_evidence_and_an_archiving_its_receipt_and_entries
     let archiving = history.entries[0].provenance.evidence().expect("recorded");
     assert_eq!(archiving.client_name(), None, "a client that declared nothing is not given a name");
     assert_eq!(archiving.approval(), Some(&receipt));
-    assert_eq!(history.entries[1].provenance.evidence().and_then(crate::Evidence::client_version), Some("2.1.0"));
+    assert_eq!(history.entries[1].provenance.evidence().and_then(Evidence::client_version), Some("2.1.0"));
 }
 
 async fn an_archiving_under_the_allow_setting_records_that_no_one_was_asked(backend: Backend) {
     let test = backend.open_catalog();
     let created = test.catalog.create(new_course("Rust", 10), by()).await.expect("created");
-    let unasked = by().with_evidence(evidence(None, "sha256:aa").with_approval(crate::ApprovalReceipt::NotAsked));
+    let unasked = by().with_evidence(evidence(None, "sha256:aa").with_approval(ApprovalReceipt::NotAsked));
     test.catalog.archive(created.id(), unasked).await.expect("archived");
     let history = test.catalog.history(created.id(), None, PageSize::default()).await.expect("history");
-    let approval = history.entries[0].provenance.evidence().and_then(crate::Evidence::approval);
-    assert_eq!(approval, Some(&crate::ApprovalReceipt::NotAsked));
+    let approval = history.entries[0].provenance.evidence().and_then(Evidence::approval);
+    assert_eq!(approval, Some(&ApprovalReceipt::NotAsked));
 }
 
 async fn refused_replayed_and_no_op_writes_leave_no_history(backend: Backend) {
     let test = backend.open_catalog();
     let created = test.catalog.create(new_course("Rust", 10), by()).await.expect("created");
-    let key = crate::IdempotencyKey::parse("k1").expect("key");
+    let key = IdempotencyKey::parse("k1").expect("key");
     let other = test.catalog.create_idempotent(new_course("Go", 5), key.clone(), by()).await.expect("created");
     test.catalog.create_idempotent(new_course("Go", 5), key, by()).await.expect("replayed");
     test.catalog.create(new_course("rust", 10), by()).await.expect_err("duplicate title");
@@ -987,7 +978,7 @@ fn concurrent_writers_record_exactly_one_history_entry_per_accepted_write(backen
         assert_eq!(pair[0].before.as_ref(), Some(&pair[1].after), "each entry starts where the previous ended");
     }
     for entry in &history.entries[..20] {
-        let surface = entry.provenance.evidence().map(crate::Evidence::surface_hash);
+        let surface = entry.provenance.evidence().map(Evidence::surface_hash);
         let expected = format!("sha256:{}", entry.after.workload_hours().get());
         assert_eq!(surface, Some(expected.as_str()), "the evidence of another write: {entry:?}");
     }
@@ -1017,7 +1008,7 @@ fn remove_database_files(path: &std::path::Path) {
 #[tokio::test]
 async fn sqlite_timestamps_are_still_stored_as_fixed_width_rfc3339_text_in_utc() {
     let (_folder, path, catalog) = sqlite_catalog();
-    let key = crate::IdempotencyKey::parse("pedido-1").expect("key");
+    let key = IdempotencyKey::parse("pedido-1").expect("key");
     let created = catalog.create_idempotent(new_course("Rust", 10), key, by()).await.expect("created").course;
     let changes = CourseChanges { workload_hours: Some(hours(20)), ..CourseChanges::default() };
     catalog.update(created.id(), changes, by()).await.expect("updated");
@@ -1055,14 +1046,14 @@ async fn a_database_file_deleted_while_open_refuses_writes_and_readiness_says_wh
     catalog.readiness().await.expect("ready while the file is in place");
     remove_database_files(&path);
     let refused = catalog.create(new_course("Go", 10), by()).await;
-    assert!(matches!(refused, Err(CreateCourseError::Unwritable(crate::Unwritable::FileReplaced))), "{refused:?}");
+    assert!(matches!(refused, Err(CreateCourseError::Unwritable(Unwritable::FileReplaced))), "{refused:?}");
     let changes = CourseChanges { workload_hours: Some(hours(20)), ..CourseChanges::default() };
     let refused = catalog.update(course.id(), changes, by()).await;
-    assert!(matches!(refused, Err(UpdateCourseError::Unwritable(crate::Unwritable::FileReplaced))), "{refused:?}");
+    assert!(matches!(refused, Err(UpdateCourseError::Unwritable(Unwritable::FileReplaced))), "{refused:?}");
     let refused = catalog.archive(course.id(), by()).await;
-    assert!(matches!(refused, Err(ArchiveCourseError::Unwritable(crate::Unwritable::FileReplaced))), "{refused:?}");
+    assert!(matches!(refused, Err(ArchiveCourseError::Unwritable(Unwritable::FileReplaced))), "{refused:?}");
     let readiness = catalog.readiness().await;
-    assert!(matches!(readiness, Err(crate::NotReady::Unwritable(crate::Unwritable::FileReplaced))), "{readiness:?}");
+    assert!(matches!(readiness, Err(NotReady::Unwritable(Unwritable::FileReplaced))), "{readiness:?}");
 }
 
 #[tokio::test]
@@ -1078,8 +1069,8 @@ async fn a_database_file_replaced_while_open_refuses_writes_and_they_never_reach
     remove_database_files(&path);
     std::fs::rename(&other, &path).expect("replace the file");
     let refused = catalog.create(new_course("Go", 10), by()).await;
-    assert!(matches!(refused, Err(CreateCourseError::Unwritable(crate::Unwritable::FileReplaced))), "{refused:?}");
-    assert!(matches!(catalog.readiness().await, Err(crate::NotReady::Unwritable(crate::Unwritable::FileReplaced))));
+    assert!(matches!(refused, Err(CreateCourseError::Unwritable(Unwritable::FileReplaced))), "{refused:?}");
+    assert!(matches!(catalog.readiness().await, Err(NotReady::Unwritable(Unwritable::FileReplaced))));
     drop(catalog);
     let reopened = Catalog::new(SqliteStore::open(&path).expect("reopen"));
     let titles: Vec<String> = reopened
@@ -1105,7 +1096,7 @@ fn a_batch_committed_after_its_file_was_deleted_is_not_acknowledged() {
         connection.batch_execute("UPDATE catalog_counters SET active_courses = active_courses")
     });
     assert_eq!(store.commits() - commits_before, 1, "SQLite committed, into the deleted file");
-    assert!(matches!(outcome, Err(crate::WriteError::Unwritable(crate::Unwritable::FileReplaced))), "{outcome:?}");
+    assert!(matches!(outcome, Err(WriteError::Unwritable(Unwritable::FileReplaced))), "{outcome:?}");
 }
 
 #[tokio::test]
@@ -1119,8 +1110,8 @@ async fn a_postgresql_store_is_ready_when_it_answers() {
 
 // Tenants (ADR 0035): one store, several catalogs, no way across.
 
-fn catalog_named(name: &str) -> crate::CatalogName {
-    crate::CatalogName::parse(name).expect("valid catalog name")
+fn catalog_named(name: &str) -> CatalogName {
+    CatalogName::parse(name).expect("valid catalog name")
 }
 
 async fn two_catalogs_on_one_store_neither_read_nor_change_each_others_courses(backend: Backend) {
@@ -1165,7 +1156,7 @@ async fn titles_counts_pages_and_idempotency_keys_are_per_catalog(backend: Backe
     let changes = CourseChanges { title: Some(title("Go")), workload_hours: None };
     verde.update(rust_verde.id(), changes, by()).await.expect("no Go in verde");
     // The same idempotency key in two catalogs makes two courses; a replay stays in its catalog.
-    let key = crate::IdempotencyKey::parse("pedido-1").expect("key");
+    let key = IdempotencyKey::parse("pedido-1").expect("key");
     let first = azul.create_idempotent(new_course("Python", 10), key.clone(), by()).await.expect("created");
     let other = verde.create_idempotent(new_course("Python", 10), key.clone(), by()).await.expect("created");
     assert!(!first.replayed && !other.replayed);
@@ -1236,8 +1227,7 @@ fn a_database_from_before_catalogs_is_migrated_in_place_into_the_default_catalog
     {
         let mut connection = diesel::SqliteConnection::establish(&path.to_string_lossy()).expect("connect");
         let migrations =
-            diesel::migration::MigrationSource::<diesel::sqlite::Sqlite>::migrations(&crate::sqlite::MIGRATIONS)
-                .expect("migrations");
+            diesel::migration::MigrationSource::<diesel::sqlite::Sqlite>::migrations(&MIGRATIONS).expect("migrations");
         let ours = migrations
             .iter()
             .position(|migration| migration.name().to_string().ends_with("_catalogs"))
@@ -1281,5 +1271,4 @@ fn a_database_from_before_catalogs_is_migrated_in_place_into_the_default_catalog
 }
 
 // The bulk write and the snapshot export of `import`/`export` (ADR 0040), on both stores.
-#[path = "portability_tests.rs"]
 mod portability;

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use crate::NewCourse;
+use super::NewCourse;
 
 /// A caller-chosen key (1 to [`IdempotencyKey::MAX_CHARS`] characters, no control characters, no
 /// surrounding whitespace) that makes a creation idempotent.
@@ -88,8 +88,8 @@ mod tests {
     #[test]
     fn a_fingerprint_is_the_title_as_written_and_the_workload() {
         let new_course = NewCourse {
-            title: crate::CourseTitle::parse(" Rust  Avançado ").expect("title"),
-            workload_hours: crate::WorkloadHours::parse(40).expect("hours"),
+            title: crate::rules::CourseTitle::parse(" Rust  Avançado ").expect("title"),
+            workload_hours: crate::rules::WorkloadHours::parse(40).expect("hours"),
         };
         assert_eq!(CreationFingerprint::of(&new_course).as_str(), "Rust  Avançado\u{1f}40");
     }

@@ -9,7 +9,7 @@ use std::io;
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 
-use crate::store::Unwritable;
+use crate::store::port::Unwritable;
 
 /// Below this many bytes available in the database's file system, the store says the disk is
 /// full: a batch of writes needs room for its WAL frames (a few pages per write).

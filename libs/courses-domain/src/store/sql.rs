@@ -1,17 +1,18 @@
-//! What [`SqliteStore`](crate::SqliteStore) and [`PostgresStore`](crate::PostgresStore) share, once
-//! (ADR 0033): the schema, the rows and their mapping to [`Course`] and [`HistoryEntry`], every
-//! query and write statement, how a write failure is recognised ([`write_error`]), the title
-//! rekey of ADR 0025, and the one implementation of [`CourseStore`], for any [`SqlBackend`].
+//! What the two SQL stores share, once (ADR 0033): the schema, the rows and their mapping to
+//! [`Course`] and [`HistoryEntry`], every query and write statement, how a write failure is
+//! recognised ([`write_error`]), the title rekey of ADR 0025, and the one implementation of
+//! [`CourseStore`], for any [`SqlBackend`].
 //!
 //! Each statement function takes a [`SqlConnection`], a borrowed connection of either backend, and
 //! builds its statement once in the source; `on_backend!` compiles it for each backend (no boxed
 //! queries, no SQL rebuilt per call: diesel's statement caches keep working by type).
 //!
-//! What differs per backend is named: [`SqlBackend`] (implemented in `sqlite.rs` and
-//! `postgres.rs`: how a read gets a connection, how a write runs, the probes), the active-course
-//! predicate ([`ActiveCourses`], each partial index's own text), the stored form of an instant
-//! ([`StoredTimestamp`]), the third step of a search (`title_keys_containing` in each backend's file),
-//! and how a SQLite unique violation is named ([`SqlConnection::name_title_violation`]).
+//! What differs per backend is named here and implemented in each backend's module, which this
+//! one never imports: [`SqlBackend`] (how a read gets a connection, how a write runs, the
+//! probes), the third step of a search ([`ContainingSearch`], on each backend's connection), the
+//! active-course predicate ([`ActiveCourses`], each partial index's own text), the stored form of
+//! an instant ([`StoredTimestamp`]), and how a SQLite unique violation is named
+//! ([`SqlConnection::name_title_violation`]).
 
 use diesel::backend::Backend;
 use diesel::deserialize::{self, FromSql};
@@ -27,13 +28,13 @@ use time::format_description::BorrowedFormatItem;
 use time::macros::format_description;
 use time::{OffsetDateTime, PrimitiveDateTime};
 
-use crate::store::{
-    ChangeFollower, ExportEnd, ExportSink, IdempotentInsert, ImportOutcome, PoolStatus, RemoteChange, Replaced,
-    Unwritable, WriteError,
+use crate::rules::{
+    ApprovalReceipt, CatalogName, Course, CourseId, CourseRevision, CourseTitle, CreationFingerprint, Evidence,
+    HistoryEntry, IdempotencyKey, PageCursor, Provenance, Rekey, TitleSearchKey, WorkloadHours,
 };
-use crate::{
-    ApprovalReceipt, CatalogName, Course, CourseId, CourseRevision, CourseStore, CourseTitle, CreationFingerprint,
-    Evidence, HistoryEntry, IdempotencyKey, PageCursor, Provenance, StoreError, TitleSearchKey, WorkloadHours,
+use crate::store::port::{
+    ChangeFollower, CourseStore, ExportEnd, ExportSink, IdempotentInsert, ImportOutcome, PoolStatus, RemoteChange,
+    Replaced, StoreError, Unwritable, WriteError,
 };
 
 /// The partial unique index on active courses' title keys, by the same name on both backends: a
@@ -584,13 +585,22 @@ pub(crate) trait SharedWrite<T>: FnOnce(&mut SqlConnection<'_>) -> QueryResult<T
 
 impl<T, Write: FnOnce(&mut SqlConnection<'_>) -> QueryResult<T> + Send + 'static> SharedWrite<T> for Write {}
 
+/// The one read each backend writes itself, on its own connection type (its text index differs):
+/// the third step of a search, up to `limit` active courses of `catalog` whose title key contains
+/// `key` (three characters or more).
+pub(crate) trait ContainingSearch {
+    /// # Errors
+    /// The database's.
+    fn title_keys_containing(&mut self, catalog: &CatalogName, key: &str, limit: i64) -> QueryResult<Vec<CourseRow>>;
+}
+
 /// What differs between the two SQL stores, and only that (ADR 0033): how a read gets a
 /// connection, how a write is run (SQLite: the writer thread's batches; PostgreSQL: a transaction
 /// with the creation lock and a change notice), and the store-level probes. Every statement is in
 /// this module; [`CourseStore`] is implemented once, for both, on top of this.
 pub(crate) trait SqlBackend: Send + Sync + std::fmt::Debug + 'static {
     /// The backend's connection type.
-    type Connection: diesel::r2d2::R2D2Connection + 'static;
+    type Connection: diesel::r2d2::R2D2Connection + ContainingSearch + 'static;
 
     /// The pool of read connections, which [`CourseStore::pool_status`] reports on.
     fn pool(&self) -> &diesel::r2d2::Pool<diesel::r2d2::ConnectionManager<Self::Connection>>;
@@ -1288,14 +1298,8 @@ fn search_active(
     }
     // 3. Title keys containing the key: the backend's text index (it needs three characters).
     if found.len() < limit && key.chars().count() >= 3 {
-        let containing = match connection {
-            SqlConnection::Sqlite(connection) => {
-                crate::sqlite::title_keys_containing(connection, catalog, key, sql_limit.saturating_mul(2))
-            }
-            SqlConnection::Postgres(connection) => {
-                crate::postgres::title_keys_containing(connection, catalog, key, sql_limit.saturating_mul(2))
-            }
-        };
+        let most = sql_limit.saturating_mul(2);
+        let containing = on_backend!(connection, |concrete| concrete.title_keys_containing(catalog, key, most));
         found.extend(containing.map_err(search_error)?);
     }
     let mut seen = std::collections::HashSet::new();
@@ -1305,7 +1309,7 @@ fn search_active(
 /// Brings the stored title keys to today's comparison-key rule, in the transaction that migrated
 /// the database (ADR 0025): nothing to do when they are already at it.
 pub(crate) fn bring_title_keys_to_rule(connection: &mut SqlConnection<'_>) -> QueryResult<()> {
-    use crate::course_title::{COMPARISON_KEY_RULE, StoredKey, plan_rekey, transient_key};
+    use crate::rules::{COMPARISON_KEY_RULE, StoredKey, plan_rekey, transient_key};
 
     let version: i64 =
         on_backend!(connection, |concrete| title_key_rule::table.select(title_key_rule::version).get_result(concrete))?;
@@ -1328,7 +1332,7 @@ pub(crate) fn bring_title_keys_to_rule(connection: &mut SqlConnection<'_>) -> Qu
     for (catalog, id, title, key, archived) in stored {
         by_catalog.entry(catalog).or_default().push(StoredKey { id, title, key, active: !archived });
     }
-    let mut rekey = crate::course_title::Rekey::default();
+    let mut rekey = Rekey::default();
     for courses_of_catalog in by_catalog.into_values() {
         let planned = plan_rekey(courses_of_catalog);
         rekey.changes.extend(planned.changes);
@@ -1375,7 +1379,7 @@ mod tests {
 
     use super::schema::courses;
     use super::{ActiveCourses, CourseRow, NamedViolation, TITLE_INDEX, write_error};
-    use crate::WriteError;
+    use crate::store::port::WriteError;
 
     fn has_static_query_id<Query: QueryId>(_: &Query) -> bool {
         Query::HAS_STATIC_QUERY_ID

@@ -2,7 +2,7 @@
 
 use time::OffsetDateTime;
 
-use crate::{CourseId, CourseTitle, WorkloadHours};
+use super::{CourseId, CourseTitle, WorkloadHours};
 
 /// A course of the catalog, archived or not.
 ///
@@ -213,7 +213,7 @@ impl Course {
 }
 
 /// A course and the revision a rule made of it: same id and creation time, the version one more.
-/// What [`CourseStore::replace`](crate::CourseStore::replace) writes, only if the stored course is
+/// What `CourseStore::replace` writes, only if the stored course is
 /// still at [`expected_version`](Self::expected_version).
 ///
 /// **Invariant:** made only by the rules that change a course (`Course::with_changes`,

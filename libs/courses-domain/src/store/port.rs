@@ -4,9 +4,11 @@
 //! enforce to be safe under concurrency (no two active courses share a title comparison key),
 //! and swaps a course for its next revision only if nobody changed it in between.
 
+pub(crate) mod inline_read;
+
 use std::error::Error as StdError;
 
-use crate::{
+use crate::rules::{
     CatalogName, Course, CourseId, CourseRevision, CreationFingerprint, HistoryEntry, IdempotencyKey, PageCursor,
     Provenance, TitleSearchKey,
 };
@@ -160,7 +162,7 @@ pub struct PoolStatus {
     pub idle: u32,
 }
 
-/// Where courses are kept. Implementations are blocking; the [`Catalog`](crate::Catalog) calls
+/// Where courses are kept. Implementations are blocking; the `Catalog` calls
 /// them off the async runtime's worker threads.
 ///
 /// **Contract (ADR 0035):** every operation takes the [`CatalogName`] it is in, and sees and
@@ -172,7 +174,7 @@ pub struct PoolStatus {
 /// PostgreSQL: a `COMMIT` whose connection was lost before it was answered).
 /// `insert` and `replace` fail with [`WriteError::DuplicateTitle`], writing nothing,
 /// when the course is active and another active course has the same
-/// [`comparison_key`](crate::CourseTitle::comparison_key), also when two writers race.
+/// [`comparison_key`](crate::rules::CourseTitle::comparison_key), also when two writers race.
 /// Every write also appends one [`HistoryEntry`] with its [`Provenance`], in the same
 /// transaction: a change is never stored without its history, nor history without its change.
 pub trait CourseStore: Send + Sync + std::fmt::Debug + 'static {
@@ -291,7 +293,7 @@ pub trait CourseStore: Send + Sync + std::fmt::Debug + 'static {
         sink: &mut dyn ExportSink,
     ) -> Result<ExportEnd, StoreError>;
 
-    /// Whether the [`Catalog`](crate::Catalog) may run this store's bounded reads (a course, a
+    /// Whether the `Catalog` may run this store's bounded reads (a course, a
     /// page, a history page, the count) on the async runtime's thread instead of the blocking pool.
     ///
     /// True only for a store whose reads are local and short (an indexed read of a local file: tens
@@ -319,7 +321,7 @@ pub trait CourseStore: Send + Sync + std::fmt::Debug + 'static {
 
     /// Starts telling `on_change` of the changes other processes commit to the same database
     /// (another replica on PostgreSQL, another process on the same SQLite file), in commit order,
-    /// never of this store's own writes (its [`Catalog`](crate::Catalog)'s observers hear those).
+    /// never of this store's own writes (its `Catalog`'s observers hear those).
     /// Runs until the returned [`ChangeFollower`] is dropped. The default, for a store no other
     /// process can share, follows nothing (`None`).
     fn follow_changes(&self, on_change: Box<dyn Fn(RemoteChange) + Send>) -> Option<ChangeFollower> {
@@ -358,4 +360,23 @@ impl Drop for ChangeFollower {
     fn drop(&mut self) {
         self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
     }
+}
+
+/// The phases a long store operation (a migration, a backup) reports to its [`MigrationProgress`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MigrationPhase {
+    /// Rows read from the source and written to the target.
+    Copy,
+    /// Rows read back from the target to verify them.
+    Verify,
+}
+
+/// What a migration or a backup tells its caller while it runs, and how the caller stops it.
+pub trait MigrationProgress {
+    /// A phase begins, with the number of rows it will go through.
+    fn phase(&self, phase: MigrationPhase, total_rows: u64);
+    /// `rows` more rows went through.
+    fn advance(&self, rows: u64);
+    /// Checked between batches: true stops the migration, leaving the target unchanged.
+    fn stop_requested(&self) -> bool;
 }

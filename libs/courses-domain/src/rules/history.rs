@@ -3,7 +3,7 @@
 
 use time::OffsetDateTime;
 
-use crate::{Course, PageCursor};
+use super::{Course, PageCursor};
 
 /// Who asked for a write and how. The catalog records it with every accepted write.
 ///
@@ -175,7 +175,7 @@ impl ApprovalReceipt {
             question: bounded(question.into()),
             shown_version,
             answer: bounded(answer.into()),
-            answered_at: crate::course::truncate_to_millis(answered_at),
+            answered_at: super::truncate_to_millis(answered_at),
         }
     }
 }

@@ -24,8 +24,8 @@ use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Text};
 use diesel::sqlite::SqliteConnection;
 
-use crate::migration::MigrationPhase;
-use crate::migration::MigrationProgress;
+use crate::store::port::{MigrationPhase, MigrationProgress};
+use crate::store::sqlite::MIGRATIONS;
 
 /// How often a backup's progress is read from the temporary file's size.
 const PROGRESS_POLL: Duration = Duration::from_millis(200);
@@ -300,7 +300,7 @@ fn verify_backup(copy: &Path, backup: &Path) -> Result<u64, RestoreError> {
     let applied = diesel::sql_query("SELECT version AS text FROM __diesel_schema_migrations ORDER BY version")
         .load::<Line>(&mut connection)
         .map_err(|_| not_ours("it has no migrations table".to_owned()))?;
-    let known: Vec<String> = MigrationSource::<diesel::sqlite::Sqlite>::migrations(&crate::sqlite::MIGRATIONS)
+    let known: Vec<String> = MigrationSource::<diesel::sqlite::Sqlite>::migrations(&MIGRATIONS)
         .map_err(|error| not_ours(format!("this binary's migrations cannot be listed: {error}")))?
         .iter()
         .map(|migration| migration.name().version().to_string())
@@ -400,7 +400,8 @@ fn sync_folder(path: &Path) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sqlite_failure_tests::titles_in_file;
+    use crate::store::sqlite::failure_tests::titles_in_file;
+    use crate::store::sqlite::{MIGRATIONS, SqliteStore};
     /// A database at `path` made by this crate's migrations, in WAL mode as the apps leave it,
     /// holding one course titled `title`; no connection to it is left open (a store's threads
     /// may still hold one for a moment after it is dropped).
@@ -408,7 +409,7 @@ mod tests {
         use diesel_migrations::MigrationHarness as _;
         let mut connection = SqliteConnection::establish(&path.to_string_lossy()).expect("open");
         connection.batch_execute("PRAGMA journal_mode = WAL;").expect("WAL");
-        connection.run_pending_migrations(crate::sqlite::MIGRATIONS).expect("migrated");
+        connection.run_pending_migrations(MIGRATIONS).expect("migrated");
         diesel::sql_query(
             "INSERT INTO courses (catalog, id, title, title_key, workload_hours, archived, version, created_at, updated_at)
              VALUES ('padrao', '00000000-0000-4000-8000-000000000001', ?, lower(?), 10, 0, 1,
@@ -457,7 +458,7 @@ mod tests {
         let (backup, database) = (folder.path().join("copia.db"), folder.path().join("cursos.db"));
         database_with(&backup, "Curso da copia");
         database_with(&database, "Curso atual");
-        let store = crate::SqliteStore::open(&database).expect("an app has it open");
+        let store = SqliteStore::open(&database).expect("an app has it open");
         let refused = restore_sqlite(&backup, &database).expect_err("in use");
         assert!(matches!(refused, RestoreError::InUse(_)), "{refused:?}");
         drop(store);

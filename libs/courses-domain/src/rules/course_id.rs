@@ -31,7 +31,7 @@ impl CourseId {
     /// twice into one catalog gets the same id, so the second import finds it already there
     /// (ADR 0040); the same title in two catalogs gets two ids.
     #[must_use]
-    pub fn for_import(catalog: &crate::CatalogName, title: &crate::CourseTitle) -> Self {
+    pub fn for_import(catalog: &super::CatalogName, title: &super::CourseTitle) -> Self {
         let name = format!("{}\n{}", catalog.as_str(), title.comparison_key());
         Self(Uuid::new_v5(&IMPORT_NAMESPACE, name.as_bytes()))
     }
@@ -69,9 +69,9 @@ mod tests {
 
     #[test]
     fn an_imported_row_gets_the_same_id_for_the_same_catalog_and_title_key_only() {
-        let catalog = crate::CatalogName::parse("escola").expect("valid");
-        let other = crate::CatalogName::parse("outra").expect("valid");
-        let title = |text| crate::CourseTitle::parse(text).expect("valid");
+        let catalog = crate::rules::CatalogName::parse("escola").expect("valid");
+        let other = crate::rules::CatalogName::parse("outra").expect("valid");
+        let title = |text| crate::rules::CourseTitle::parse(text).expect("valid");
         let id = CourseId::for_import(&catalog, &title("Rust Básico"));
         assert_eq!(id.as_uuid().get_version_num(), 5);
         // Same comparison key (case, width, spaces): same id.

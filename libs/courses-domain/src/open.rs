@@ -1,12 +1,15 @@
-//! [`open_database`]: the store the two settings every app takes choose, `DATABASE_URL`
-//! (PostgreSQL) or else `DATABASE_PATH` (SQLite), opened with errors that name the setting.
+//! [`open_database`]: the store the two database settings every app takes choose, a PostgreSQL
+//! URL or else a SQLite file's path, opened with errors that name the setting.
 //!
-//! The apps read the settings; this module only names them in its errors, so that both apps
-//! word them the same way (ADR 0028).
+//! The apps read the settings and give their names ([`DatabaseSettingNames`]); this module words
+//! the errors, so that both apps word them the same way (ADR 0028). The one module that names
+//! both a concrete store and the [`Catalog`]: it sits above `store/` and `catalog/`.
 
 use std::path::{Path, PathBuf};
 
-use crate::{Catalog, OpenPostgresStoreError, OpenStoreError, PostgresStore, SqliteStore};
+use crate::catalog::Catalog;
+use crate::store::postgres::{OpenPostgresStoreError, PostgresStore};
+use crate::store::sqlite::{OpenStoreError, SqliteStore};
 
 /// A database setting that cannot be followed: the cause first, then the setting (and the value
 /// seen, never a URL, which may hold a password) and what to change, on one line.
@@ -20,6 +23,15 @@ impl DatabaseSettingError {
     pub fn stopped(cause: &dyn std::fmt::Display) -> Self {
         Self(format!("{cause}: the database could not be opened"))
     }
+}
+
+/// The names an app gives its two database settings, which the errors of [`open_database`] name.
+#[derive(Debug, Clone, Copy)]
+pub struct DatabaseSettingNames {
+    /// The setting holding a PostgreSQL URL.
+    pub url: &'static str,
+    /// The setting holding the SQLite file's path.
+    pub path: &'static str,
 }
 
 /// The catalog, and the PostgreSQL store when there is one (its replicas' changes are followed).
@@ -37,22 +49,27 @@ pub struct OpenedDatabase {
 /// that is not up yet is waited for, about 2 s).
 ///
 /// # Errors
-/// [`DatabaseSettingError`] naming `DATABASE_URL` or `DATABASE_PATH`.
-pub fn open_database(database_url: Option<&str>, database_path: &Path) -> Result<OpenedDatabase, DatabaseSettingError> {
+/// [`DatabaseSettingError`] naming the setting of `names` to change.
+pub fn open_database(
+    database_url: Option<&str>,
+    database_path: &Path,
+    names: DatabaseSettingNames,
+) -> Result<OpenedDatabase, DatabaseSettingError> {
     match database_url {
         Some(url) if PostgresStore::handles(url) => {
-            let store = PostgresStore::open(url).map_err(|error| postgres_error(&error))?;
+            let store = PostgresStore::open(url).map_err(|error| postgres_error(&error, names.url))?;
             Ok(OpenedDatabase { catalog: Catalog::new(store), description: "postgresql".to_owned() })
         }
         // Never the value: it may hold a password.
-        Some(_) => Err(DatabaseSettingError(
-            "DATABASE_URL is set but is not a PostgreSQL URL (postgres://… or postgresql://…); \
-             fix it, or unset it to keep the catalog in the SQLite file of DATABASE_PATH"
-                .to_owned(),
-        )),
+        Some(_) => Err(DatabaseSettingError(format!(
+            "{} is set but is not a PostgreSQL URL (postgres://… or postgresql://…); \
+             fix it, or unset it to keep the catalog in the SQLite file of {}",
+            names.url, names.path
+        ))),
         None => {
             let absolute = absolute(database_path);
-            let store = SqliteStore::open(&absolute).map_err(|error| sqlite_error(&error, database_path, &absolute))?;
+            let store = SqliteStore::open(&absolute)
+                .map_err(|error| sqlite_error(&error, database_path, &absolute, names.path))?;
             Ok(OpenedDatabase { catalog: Catalog::new(store), description: absolute.display().to_string() })
         }
     }
@@ -72,7 +89,7 @@ fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
     cause.to_string().split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-fn sqlite_error(error: &OpenStoreError, given: &Path, absolute: &Path) -> DatabaseSettingError {
+fn sqlite_error(error: &OpenStoreError, given: &Path, absolute: &Path, setting: &str) -> DatabaseSettingError {
     let cause = root_cause(error);
     let given = if given == absolute {
         String::new()
@@ -85,22 +102,19 @@ fn sqlite_error(error: &OpenStoreError, given: &Path, absolute: &Path) -> Databa
         OpenStoreError::Migrate { .. } => "cannot migrate the SQLite file".to_owned(),
     };
     DatabaseSettingError(format!(
-        "{cause}: {what} for DATABASE_PATH={}{given}; set DATABASE_PATH to a file this user can create and write",
+        "{cause}: {what} for {setting}={}{given}; set {setting} to a file this user can create and write",
         absolute.display()
     ))
 }
 
-fn postgres_error(error: &OpenPostgresStoreError) -> DatabaseSettingError {
+fn postgres_error(error: &OpenPostgresStoreError, setting: &str) -> DatabaseSettingError {
     let cause = root_cause(error);
     let (what, change) = match error {
         OpenPostgresStoreError::Migrate { .. } => (
-            "cannot migrate the PostgreSQL database of DATABASE_URL",
+            "cannot migrate the PostgreSQL database of",
             "the role needs to create tables (and the pg_trgm extension) there",
         ),
-        _ => (
-            "cannot connect to the PostgreSQL database of DATABASE_URL",
-            "check its host, port, role, password and database name",
-        ),
+        _ => ("cannot connect to the PostgreSQL database of", "check its host, port, role, password and database name"),
     };
-    DatabaseSettingError(format!("{cause}: {what} (value not shown: it may hold a password); {change}"))
+    DatabaseSettingError(format!("{cause}: {what} {setting} (value not shown: it may hold a password); {change}"))
 }

@@ -4,12 +4,13 @@ use std::sync::Arc;
 
 use time::OffsetDateTime;
 
-use crate::IdempotencyKey;
-use crate::course::ChangeRefusal;
-use crate::store::{IdempotentInsert, Replaced, Unwritable, WriteError};
-use crate::{
-    CatalogName, Course, CourseChanges, CourseId, CoursePage, CourseStore, CourseTitle, HistoryPage, NewCourse,
-    PageCursor, PageSize, Provenance, StoreError,
+use crate::rules::{
+    CatalogName, ChangeRefusal, Course, CourseChanges, CourseId, CoursePage, CourseTitle, CreationFingerprint,
+    HistoryPage, IdempotencyKey, NewCourse, PageCursor, PageSize, Provenance, TitleSearchKey,
+};
+use crate::store::port::{
+    ChangeFollower, CourseStore, ExportEnd, ExportSink, IdempotentInsert, ImportOutcome, PoolStatus, RemoteChange,
+    Replaced, StoreError, Unwritable, WriteError, inline_read,
 };
 
 /// How many times an update retries when another writer changed the course in between.
@@ -265,7 +266,7 @@ impl Catalog {
     /// # Errors
     /// [`StoreError`] when the storage fails.
     pub async fn suggest(&self, typed: &str, limit: usize) -> Result<Vec<Course>, StoreError> {
-        let key = crate::TitleSearchKey::of_typed(typed);
+        let key = TitleSearchKey::of_typed(typed);
         let catalog = self.name.clone();
         self.blocking(move |store| match key {
             None => Ok(store.active_page(&catalog, None, limit)?.into_iter().map(|(course, _)| course).collect()),
@@ -308,7 +309,7 @@ impl Catalog {
         provenance: Provenance,
     ) -> Result<Created, CreateCourseError> {
         let title = new_course.title.clone();
-        let fingerprint = crate::CreationFingerprint::of(&new_course);
+        let fingerprint = CreationFingerprint::of(&new_course);
         let course = Course::create(new_course, OffsetDateTime::now_utc());
         let catalog = self.name.clone();
         let created = self
@@ -512,10 +513,7 @@ impl Catalog {
     /// [`CourseStore::follow_changes`]): `on_change` hears of each, never of this catalog's own
     /// (its observers do). `None` when the store cannot be shared. Stops when the follower is dropped.
     #[must_use]
-    pub fn follow_changes(
-        &self,
-        on_change: impl Fn(crate::RemoteChange) + Send + 'static,
-    ) -> Option<crate::ChangeFollower> {
+    pub fn follow_changes(&self, on_change: impl Fn(RemoteChange) + Send + 'static) -> Option<ChangeFollower> {
         self.store.follow_changes(Box::new(on_change))
     }
 
@@ -530,11 +528,11 @@ impl Catalog {
         courses: &[Course],
         provenance: &Provenance,
         dry_run: bool,
-    ) -> Result<Vec<crate::ImportOutcome>, WriteError> {
+    ) -> Result<Vec<ImportOutcome>, WriteError> {
         let outcomes = self.store.import_batch(&self.name, courses, provenance, dry_run)?;
         if !dry_run {
             for (course, outcome) in courses.iter().zip(&outcomes) {
-                if *outcome == crate::ImportOutcome::Inserted && !course.is_archived() {
+                if *outcome == ImportOutcome::Inserted && !course.is_archived() {
                     self.announce(&CourseChange::Created(course.clone()));
                 }
             }
@@ -551,14 +549,14 @@ impl Catalog {
         &self,
         with_history: bool,
         page_size: usize,
-        sink: &mut dyn crate::ExportSink,
-    ) -> Result<crate::ExportEnd, StoreError> {
+        sink: &mut dyn ExportSink,
+    ) -> Result<ExportEnd, StoreError> {
         self.store.export(&self.name, with_history, page_size, sink)
     }
 
     /// How busy the store's connection pool is (for metrics; does not touch the database).
     #[must_use]
-    pub fn pool_status(&self) -> crate::PoolStatus {
+    pub fn pool_status(&self) -> PoolStatus {
         self.store.pool_status()
     }
 
@@ -573,14 +571,14 @@ impl Catalog {
 
     /// Runs a bounded read: on this thread when the store's reads are local and short
     /// ([`CourseStore::reads_inline`], ADR 0021) and it has a connection free now, else on the
-    /// blocking pool. Never waits for a connection on this thread ([`crate::inline_read`]).
+    /// blocking pool. Never waits for a connection on this thread ([`inline_read`]).
     async fn read<T, F>(&self, work: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
         F: Fn(&dyn CourseStore) -> T + Send + 'static,
     {
         if self.store.reads_inline() {
-            if let Some(value) = crate::inline_read::attempt(|| work(self.store.as_ref())) {
+            if let Some(value) = inline_read::attempt(|| work(self.store.as_ref())) {
                 return Ok(value);
             }
             tracing::debug!("no database connection free for an inline read: reading on the blocking pool");

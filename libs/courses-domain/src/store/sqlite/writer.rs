@@ -1,4 +1,4 @@
-//! Group commit for [`SqliteStore`](crate::SqliteStore): every write of a process goes through one
+//! Group commit for [`SqliteStore`](super::SqliteStore): every write of a process goes through one
 //! writer thread, which commits the writes queued at that moment in one transaction, so one
 //! fsync (`synchronous = FULL`) makes a whole batch durable (ADR 0020).
 //!
@@ -34,9 +34,9 @@ use diesel::r2d2::{CustomizeConnection, R2D2Connection};
 use diesel::result::{DatabaseErrorKind, Error as DieselError};
 use diesel::sqlite::SqliteConnection;
 
-use crate::sqlite_file::DatabaseFile;
-use crate::sqlite_follow::{OwnWrites, last_seq};
-use crate::store::Unwritable;
+use crate::store::port::Unwritable;
+use crate::store::sqlite::file::DatabaseFile;
+use crate::store::sqlite::follow::{OwnWrites, last_seq};
 
 /// The most writes committed by one transaction.
 const MAX_BATCH: usize = 256;

@@ -1,9 +1,10 @@
 //! [`migrate`]: copies a whole database (every catalog) from one store to another, SQLite or
 //! PostgreSQL either way, as it is: the same ids, versions, positions, history (with its
-//! evidence), idempotency keys and active counters (ADR 0041).
+//! evidence), idempotency keys and active counters (ADR 0041). (`copy.rs`: "migration" here is
+//! the operator's word for this copy, not the schema migrations each store runs on open.)
 //!
 //! The copy is written once for both backends over [`SqlConnection`] and the shared schema of
-//! [`crate::sql_store`] (ADR 0033); what differs per backend is named where it happens (how a
+//! [`crate::store::sql`] (ADR 0033); what differs per backend is named where it happens (how a
 //! snapshot is taken, how rows are streamed, how the identity counters are set).
 //!
 //! What it guarantees:
@@ -29,9 +30,11 @@ use diesel::sql_types::BigInt;
 use diesel::sqlite::SqliteConnection;
 use sha2::{Digest, Sha256};
 
-use crate::sql_store::schema::{catalog_counters, course_creations, course_history, course_history_evidence, courses};
-use crate::sql_store::{SqlConnection, Timestamp};
-use crate::{PostgresStore, SqliteStore};
+use crate::store::port::{MigrationPhase, MigrationProgress};
+use crate::store::postgres::PostgresStore;
+use crate::store::sql::schema::{catalog_counters, course_creations, course_history, course_history_evidence, courses};
+use crate::store::sql::{SqlConnection, Timestamp};
+use crate::store::sqlite::SqliteStore;
 
 /// Rows written per `INSERT` (and between two checks of [`MigrationProgress::stop_requested`]):
 /// 16 columns × 1000 stays under both backends' limits on bound parameters.
@@ -62,25 +65,6 @@ impl Endpoint {
             Self::Postgres(_) => "postgresql".to_owned(),
         }
     }
-}
-
-/// The phases a migration reports to its [`MigrationProgress`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MigrationPhase {
-    /// Rows read from the source and written to the target.
-    Copy,
-    /// Rows read back from the target to verify them.
-    Verify,
-}
-
-/// What a migration tells its caller while it runs, and how the caller stops it.
-pub trait MigrationProgress {
-    /// A phase begins, with the number of rows it will go through.
-    fn phase(&self, phase: MigrationPhase, total_rows: u64);
-    /// `rows` more rows went through.
-    fn advance(&self, rows: u64);
-    /// Checked between batches: true stops the migration, leaving the target unchanged.
-    fn stop_requested(&self) -> bool;
 }
 
 /// What [`migrate`] does with a target that already holds data.
@@ -635,7 +619,7 @@ macro_rules! execute {
 }
 
 fn title_key_rule(connection: &mut SqlConnection<'_>) -> Result<i64, MigrateError> {
-    use crate::sql_store::schema::title_key_rule;
+    use crate::store::sql::schema::title_key_rule;
     execute!(connection, "reading the title key rule", |concrete| title_key_rule::table
         .select(title_key_rule::version)
         .first::<i64>(concrete))

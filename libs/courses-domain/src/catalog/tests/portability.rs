@@ -4,9 +4,8 @@ use std::ops::ControlFlow;
 use std::sync::{Arc, Mutex};
 
 use super::{Backend, TestDatabase, by, new_course};
-use crate::{
-    CatalogName, Course, CourseId, ExportEnd, ExportSink, HistoryEntry, ImportOutcome, Provenance, RemoteChange,
-};
+use crate::rules::{CatalogName, Course, CourseId, HistoryEntry, Provenance};
+use crate::store::port::{ExportEnd, ExportSink, ImportOutcome, RemoteChange};
 
 on_both_stores! {
     async: ;

@@ -1,8 +1,8 @@
 //! A read on the async runtime's worker never waits for a connection (ADR 0021, amended by
 //! issue 14).
 //!
-//! The [`Catalog`](crate::Catalog) runs a bounded read of a store that
-//! [`reads_inline`](crate::CourseStore::reads_inline) inside [`attempt`]. There the store takes a
+//! The `Catalog` runs a bounded read of a store that
+//! [`reads_inline`](super::CourseStore::reads_inline) inside [`attempt`]. There the store takes a
 //! pooled connection only if one is free now ([`may_wait`] is false); when none is, it calls
 //! [`no_connection_free`] and fails the read, and the catalog runs the read again on the blocking
 //! pool, where waiting for a connection holds no worker. Before, a burst of reads beyond the pool

@@ -1,4 +1,4 @@
-//! [`ReadCache`]: the courses [`SqliteStore::find`](crate::SqliteStore) read last, served again only
+//! [`ReadCache`]: the courses [`SqliteStore::find`](super::SqliteStore) read last, served again only
 //! while the database is provably unchanged since they were read (bench/RESULTS.md, issue 14).
 //!
 //! A point read of SQLite in WAL mode costs mostly its read transaction, not its query: a lock
@@ -36,7 +36,7 @@ use std::path::Path;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crate::{CatalogName, Course, CourseId};
+use crate::rules::{CatalogName, Course, CourseId};
 
 /// Courses kept at most (about 200 bytes each).
 pub(crate) const MAX_ENTRIES: usize = 1024;
@@ -141,23 +141,18 @@ mod tests {
     use diesel::Connection as _;
     use diesel::connection::SimpleConnection as _;
 
-    use crate::{Catalog, CourseChanges, CourseTitle, NewCourse, Provenance, SqliteStore, WorkloadHours};
-
-    fn by() -> Provenance {
-        Provenance::new("teste", "atualizar_curso", "{}")
-    }
+    use crate::catalog::Catalog;
+    use crate::rules::{Course, CourseChanges, WorkloadHours};
+    use crate::store::sqlite::SqliteStore;
+    use crate::testing::{by, new_course};
 
     /// A catalog on a fresh file, its store (to count cache hits) and one course in it.
-    async fn catalog_with_a_course() -> (tempfile::TempDir, std::path::PathBuf, SqliteStore, Catalog, crate::Course) {
+    async fn catalog_with_a_course() -> (tempfile::TempDir, std::path::PathBuf, SqliteStore, Catalog, Course) {
         let folder = tempfile::tempdir().expect("temp dir");
         let path = folder.path().join("cursos.db");
         let store = SqliteStore::open(&path).expect("open store");
         let catalog = Catalog::new(store.clone());
-        let new_course = NewCourse {
-            title: CourseTitle::parse("Rust").expect("title"),
-            workload_hours: WorkloadHours::parse(10).expect("hours"),
-        };
-        let course = catalog.create(new_course, by()).await.expect("created");
+        let course = catalog.create(new_course("Rust", 10), by()).await.expect("created");
         (folder, path, store, catalog, course)
     }
 
@@ -209,11 +204,7 @@ mod tests {
         let store = SqliteStore::open(&link).expect("open through the link");
         drop(first);
         let catalog = Catalog::new(store.clone());
-        let new_course = NewCourse {
-            title: CourseTitle::parse("Rust").expect("title"),
-            workload_hours: WorkloadHours::parse(10).expect("hours"),
-        };
-        let course = catalog.create(new_course, by()).await.expect("created");
+        let course = catalog.create(new_course("Rust", 10), by()).await.expect("created");
         catalog.get(course.id()).await.expect("read");
         catalog.get(course.id()).await.expect("read again");
         let mut other = diesel::SqliteConnection::establish(&real.to_string_lossy()).expect("another connection");

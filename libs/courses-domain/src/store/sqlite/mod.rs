@@ -1,14 +1,24 @@
-//! [`SqliteStore`]: the default [`CourseStore`](crate::CourseStore), one SQLite file, through diesel.
+//! [`SqliteStore`]: the default [`CourseStore`](crate::store::port::CourseStore), one SQLite file,
+//! through diesel.
 //!
 //! SQLite is compiled into the binary (`libsqlite3-sys/bundled`). The file is opened in WAL
 //! mode with a busy timeout and `synchronous = FULL`, and the embedded migrations run on open.
 //! Reads use a pool of connections (never waited for on the async runtime:
-//! [`crate::inline_read`]); writes go through one writer thread that commits them in batches, one
-//! fsync per batch ([`crate::sqlite_writer`], group commit: what a failed batch means is there).
+//! [`inline_read`]); writes go through one writer thread that
+//! commits them in batches, one fsync per batch ([`writer`], group commit: what a failed batch
+//! means is there).
 //!
-//! The schema, the rows and the statements are shared with PostgreSQL ([`crate::sql_store`], ADR
+//! The schema, the rows and the statements are shared with PostgreSQL ([`crate::store::sql`], ADR
 //! 0033); this file holds what only SQLite does: opening and migrating the file, how a read gets a
 //! connection and how a write reaches the writer thread, and the trigram search.
+
+pub(crate) mod backup;
+#[cfg(test)]
+mod failure_tests;
+mod file;
+pub(crate) mod follow;
+mod read_cache;
+mod writer;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -20,16 +30,16 @@ use diesel::result::{DatabaseErrorKind, Error as DieselError};
 use diesel::sqlite::SqliteConnection;
 use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
 
-use crate::sql_store::{
-    self, ChangeSummary, CourseRow, SharedRead, SharedWrite, SqlBackend, SqlConnection, WriteResult, Written,
-    write_error,
+use crate::rules::{CatalogName, Course, CourseId};
+use crate::store::port::{ChangeFollower, RemoteChange, StoreError, Unwritable, WriteError, inline_read};
+use crate::store::sql::{
+    self, ChangeSummary, ContainingSearch, CourseRow, SharedRead, SharedWrite, SqlBackend, SqlConnection, WriteResult,
+    Written, write_error,
 };
-use crate::sqlite_file::DatabaseFile;
-use crate::sqlite_follow::OwnWrites;
-use crate::sqlite_read_cache::ReadCache;
-use crate::sqlite_writer::{BatchFailure, WriteFailure, Writer};
-use crate::store::{ChangeFollower, RemoteChange, Unwritable, WriteError};
-use crate::{Course, CourseId, StoreError};
+use crate::store::sqlite::file::DatabaseFile;
+use crate::store::sqlite::follow::OwnWrites;
+use crate::store::sqlite::read_cache::ReadCache;
+use crate::store::sqlite::writer::{BatchFailure, WriteFailure, Writer};
 
 pub(crate) const MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations");
 
@@ -185,7 +195,7 @@ impl SqliteStore {
                     // Carry the migration error out of diesel's transaction closure.
                     DieselError::QueryBuilderError(error)
                 })?;
-                sql_store::bring_title_keys_to_rule(&mut SqlConnection::Sqlite(connection))
+                sql::bring_title_keys_to_rule(&mut SqlConnection::Sqlite(connection))
             })
             .map_err(|error| OpenStoreError::Migrate { path: path.to_owned(), source: error.into() })?;
         drop(connection);
@@ -214,13 +224,13 @@ impl SqliteStore {
     /// it reopens its connection every second, with a warning. Stops when the returned
     /// [`ChangeFollower`] is dropped (ADR 0030).
     ///
-    /// [`SQLITE_FOLLOW_POLL`]: crate::SQLITE_FOLLOW_POLL
+    /// [`SQLITE_FOLLOW_POLL`]: crate::store::sqlite::follow::SQLITE_FOLLOW_POLL
     #[must_use]
     pub fn follow_changes(&self, on_change: impl Fn(RemoteChange) + Send + 'static) -> ChangeFollower {
         let settings = self.settings;
-        crate::sqlite_follow::start(
+        crate::store::sqlite::follow::start(
             self.path.to_string_lossy().into_owned(),
-            move |database| crate::sqlite_writer::open(database, &settings),
+            move |database| crate::store::sqlite::writer::open(database, &settings),
             &self.own_writes,
             Box::new(on_change),
         )
@@ -239,15 +249,15 @@ impl SqliteStore {
     }
 
     /// A pooled connection for a read. On the blocking pool it waits for one (up to the pool's
-    /// timeout); in a read the catalog runs on the async worker ([`crate::inline_read`]) it
-    /// never waits: with none free now, the read fails and the catalog runs it again on the
+    /// timeout); in a read the catalog runs on the async worker ([`inline_read`]) it never waits:
+    /// with none free now, the read fails and the catalog runs it again on the
     /// blocking pool (ADR 0021).
     fn connection(&self) -> Result<PooledConnection<ConnectionManager<SqliteConnection>>, StoreError> {
-        if crate::inline_read::may_wait() {
+        if inline_read::may_wait() {
             return self.pool.get().map_err(|error| StoreError::new("no database connection available", error));
         }
         self.pool.try_get().ok_or_else(|| {
-            crate::inline_read::no_connection_free();
+            inline_read::no_connection_free();
             StoreError::message("no database connection free for a read on the async runtime")
         })
     }
@@ -327,7 +337,7 @@ impl SqliteStore {
     }
 }
 
-/// SQLite's part of the shared store ([`crate::sql_store`], ADR 0033).
+/// SQLite's part of the shared store ([`crate::store::sql`], ADR 0033).
 impl SqlBackend for SqliteStore {
     type Connection = SqliteConnection;
 
@@ -340,10 +350,10 @@ impl SqlBackend for SqliteStore {
     }
 
     /// From the read cache while the WAL index says nothing was committed since the course was
-    /// read, by any process (`sqlite_read_cache.rs`, ADR 0034): never a stale course.
+    /// read, by any process (`read_cache.rs`, ADR 0034): never a stale course.
     fn find_through(
         &self,
-        catalog: &crate::CatalogName,
+        catalog: &CatalogName,
         id: CourseId,
         read: impl FnOnce() -> Result<Option<Course>, StoreError>,
     ) -> Result<Option<Course>, StoreError> {
@@ -393,22 +403,19 @@ impl SqlBackend for SqliteStore {
 
 /// SQLite's own third step of a search: active courses whose title key contains `key`, through
 /// the trigram full-text index `courses_title_search` (external content over `courses`).
-pub(crate) fn title_keys_containing(
-    connection: &mut SqliteConnection,
-    catalog: &crate::CatalogName,
-    key: &str,
-    limit: i64,
-) -> QueryResult<Vec<CourseRow>> {
-    let phrase = format!("\"{}\"", key.replace('"', "\"\""));
-    diesel::sql_query(
-        "SELECT courses.catalog, courses.id, courses.title, courses.title_key, courses.workload_hours, courses.archived, \
-                courses.version, courses.created_at, courses.updated_at \
-         FROM courses_title_search JOIN courses ON courses.position = courses_title_search.rowid \
-         WHERE courses_title_search MATCH ? AND courses.catalog = ? AND courses.archived = 0 \
-         LIMIT ?",
-    )
-    .bind::<diesel::sql_types::Text, _>(phrase)
-    .bind::<diesel::sql_types::Text, _>(catalog.as_str())
-    .bind::<diesel::sql_types::BigInt, _>(limit)
-    .load::<CourseRow>(connection)
+impl ContainingSearch for SqliteConnection {
+    fn title_keys_containing(&mut self, catalog: &CatalogName, key: &str, limit: i64) -> QueryResult<Vec<CourseRow>> {
+        let phrase = format!("\"{}\"", key.replace('"', "\"\""));
+        diesel::sql_query(
+            "SELECT courses.catalog, courses.id, courses.title, courses.title_key, courses.workload_hours, courses.archived, \
+                    courses.version, courses.created_at, courses.updated_at \
+             FROM courses_title_search JOIN courses ON courses.position = courses_title_search.rowid \
+             WHERE courses_title_search MATCH ? AND courses.catalog = ? AND courses.archived = 0 \
+             LIMIT ?",
+        )
+        .bind::<diesel::sql_types::Text, _>(phrase)
+        .bind::<diesel::sql_types::Text, _>(catalog.as_str())
+        .bind::<diesel::sql_types::BigInt, _>(limit)
+        .load::<CourseRow>(self)
+    }
 }

@@ -1,0 +1,14 @@
+//! The service: [`Catalog`]'s operations, each with its own error type, over any
+//! [`CourseStore`](crate::store::port::CourseStore), and the observers told of every write.
+//!
+//! **Architecture invariant:** the catalog knows the store only through its port: nothing here
+//! (but the tests, which run every rule on both backends) names a concrete store or the SQL layer.
+
+mod service;
+#[cfg(test)]
+pub(crate) mod tests;
+
+pub use service::{
+    ArchiveCourseError, Catalog, CatalogObserver, CourseChange, CreateCourseError, Created, GetCourseError, NotReady,
+    UpdateCourseError,
+};
