@@ -8,7 +8,7 @@
 //! with a release is `serverInfo.version`, from Cargo).
 //!
 //! Regenerate after an intended change: `UPDATE_SNAPSHOTS=1 cargo test -p mcp-server --test
-//! contract surface`, then review and commit the file.
+//! contract surface::`, then review and commit the file.
 
 use mcp_server::{Caller, Scope};
 use rmcp::model::JsonRpcMessage;
@@ -172,7 +172,7 @@ async fn the_whole_mcp_surface_is_the_committed_snapshot() {
     let shown = found.len().min(40);
     panic!(
         "the MCP surface differs from {SNAPSHOT} ({} difference(s){}):\n{}\nIf the change is intended, run \
-         `UPDATE_SNAPSHOTS=1 cargo test -p mcp-server --test contract surface`, review the file's diff and commit it.",
+         `UPDATE_SNAPSHOTS=1 cargo test -p mcp-server --test contract surface::`, review the file's diff and commit it.",
         found.len(),
         if shown < found.len() { format!(", the first {shown}") } else { String::new() },
         found[..shown].join("\n"),
