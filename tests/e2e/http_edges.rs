@@ -25,19 +25,13 @@ fn create_body(titulo: &str) -> String {
     .to_string()
 }
 
+/// [`mcp_cursos_e2e::post`], with `mcp-protocol-version: 2025-11-25` unless `headers` name one.
 async fn post(backend: &Backend, headers: &[(&str, &str)], body: String) -> reqwest::Response {
-    let mut request = reqwest::Client::new()
-        .post(&backend.mcp_url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .body(body);
+    let mut all = headers.to_vec();
     if !headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("mcp-protocol-version")) {
-        request = request.header("mcp-protocol-version", "2025-11-25");
+        all.insert(0, ("mcp-protocol-version", "2025-11-25"));
     }
-    for (name, value) in headers {
-        request = request.header(*name, *value);
-    }
-    request.send().await.expect("HTTP request")
+    mcp_cursos_e2e::post(&backend.mcp_url, &all, body).await
 }
 
 /// A GET or DELETE on `/mcp` with the key but no session id.

@@ -4,8 +4,7 @@
 use std::time::Duration;
 
 use rmcp::model::{
-    ArgumentInfo, CallToolRequestParams, CompleteRequestParams, Reference, ServerNotification, SubscribeRequestParams,
-    SubscriptionFilter,
+    ArgumentInfo, CompleteRequestParams, Reference, ServerNotification, SubscribeRequestParams, SubscriptionFilter,
 };
 use rmcp::{RoleClient, ServiceError};
 use serde_json::{Value, json};
@@ -66,10 +65,7 @@ fn describe(notice: &ServerNotification) -> String {
 }
 
 async fn create<H: rmcp::ClientHandler>(client: &rmcp::service::RunningService<RoleClient, H>, titulo: &str) -> Value {
-    let arguments = json!({"titulo": titulo, "cargaHoraria": 8}).as_object().cloned().expect("object");
-    let result =
-        client.call_tool(CallToolRequestParams::new("criar_curso").with_arguments(arguments)).await.expect("call");
-    json!(result)["structuredContent"].clone()
+    mcp_cursos_e2e::create(client, titulo).await["structuredContent"].clone()
 }
 
 async fn rename<H: rmcp::ClientHandler>(
@@ -77,9 +73,7 @@ async fn rename<H: rmcp::ClientHandler>(
     id: &Value,
     titulo: &str,
 ) {
-    let arguments = json!({"id": id, "titulo": titulo}).as_object().cloned().expect("object");
-    let result =
-        client.call_tool(CallToolRequestParams::new("atualizar_curso").with_arguments(arguments)).await.expect("call");
+    let result = mcp_cursos_e2e::call(client, "atualizar_curso", json!({"id": id, "titulo": titulo})).await;
     assert_eq!(result.is_error, Some(false), "{result:?}");
 }
 
@@ -489,14 +483,7 @@ async fn subscribers_that_stop_reading_never_delay_the_others_and_are_dropped_an
 
 /// `keys create` on `keys_file`: the new key.
 fn new_key(keys_file: &std::path::Path, name: &str, scope: &str) -> String {
-    let output = std::process::Command::new(crate::support::binary("mcp-cursos-backend"))
-        .env_clear()
-        .env("KEYS_FILE", keys_file)
-        .args(["keys", "create", "--name", name, "--scope", scope])
-        .output()
-        .expect("run keys create");
-    assert!(output.status.success(), "keys create {name}: {}", String::from_utf8_lossy(&output.stderr));
-    String::from_utf8(output.stdout).expect("utf-8").trim().to_owned()
+    crate::support::new_key(keys_file, &["--name", name, "--scope", scope])
 }
 
 /// The refusal of a listen request: acknowledged as accepting nothing, then ended with the error.

@@ -7,7 +7,7 @@ use std::process::Stdio;
 
 use diesel::connection::SimpleConnection;
 use diesel::{Connection, QueryableByName, RunQueryDsl, SqliteConnection};
-use rmcp::model::{CallToolRequestParams, ReadResourceRequestParams};
+use mcp_cursos_e2e::read_json;
 use serde_json::{Value, json};
 use tokio::io::AsyncBufReadExt;
 
@@ -17,9 +17,7 @@ use crate::support::{
 };
 
 async fn call(client: &Client, tool: &str, arguments: Value) -> Value {
-    let arguments = arguments.as_object().cloned().expect("object");
-    let result = client.call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments)).await;
-    let result = json!(result.expect("answered"));
+    let result = json!(mcp_cursos_e2e::call(client, tool, arguments).await);
     assert_eq!(result["isError"], false, "{tool}: {result}");
     result["structuredContent"].clone()
 }
@@ -47,11 +45,6 @@ async fn write_a_varied_catalog(database: &Path) -> Value {
     call(&other, "criar_curso", json!({"titulo": "Kotlin", "cargaHoraria": 16})).await;
     other.cancel().await.expect("close");
     keyed
-}
-
-async fn read_json(client: &Client, uri: &str) -> Value {
-    let result = json!(client.read_resource(ReadResourceRequestParams::new(uri.to_owned())).await.expect("read"));
-    serde_json::from_str(result["contents"][0]["text"].as_str().expect("text")).expect("json")
 }
 
 #[derive(QueryableByName)]

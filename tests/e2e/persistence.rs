@@ -1,19 +1,10 @@
 //! The data outlives the processes, and the two apps can share one database file.
 
-use rmcp::model::{CallToolRequestParams, ReadResourceRequestParams};
-use serde_json::{Value, json};
+use mcp_cursos_e2e::{create, read_json as read};
+use rmcp::model::CallToolRequestParams;
+use serde_json::json;
 
-use crate::support::{Client, ERAS, Era, fresh_database, start_backend, stdio_client};
-
-async fn create(client: &Client, titulo: &str) -> Value {
-    let arguments = json!({"titulo": titulo, "cargaHoraria": 8}).as_object().cloned().expect("object");
-    json!(client.call_tool(CallToolRequestParams::new("criar_curso").with_arguments(arguments)).await.expect("call"))
-}
-
-async fn read(client: &Client, uri: &str) -> Value {
-    let result = json!(client.read_resource(ReadResourceRequestParams::new(uri.to_owned())).await.expect("read"));
-    serde_json::from_str(result["contents"][0]["text"].as_str().expect("text")).expect("json")
-}
+use crate::support::{ERAS, Era, fresh_database, start_backend, stdio_client};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn courses_survive_a_restart_of_the_backend() {

@@ -5,28 +5,15 @@
 use std::path::Path;
 use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, ReadResourceRequestParams, SubscriptionFilter};
+use mcp_cursos_e2e::{ListsRecorder, read_json, try_call as call};
+use rmcp::model::SubscriptionFilter;
 use rmcp::{RoleClient, ServiceError};
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::sync::mpsc;
 
 use crate::support::{Era, PATIENCE, binary, fresh_database, run_to_end, start_backend_with, stdio_client_with_env};
 
-/// Records the tools' and prompts' list-changed notices a 2025-era session gets.
-#[derive(Debug, Clone)]
-struct ListsRecorder(mpsc::UnboundedSender<&'static str>);
-
-impl rmcp::ClientHandler for ListsRecorder {
-    async fn on_tool_list_changed(&self, _context: rmcp::service::NotificationContext<RoleClient>) {
-        let _ = self.0.send("tools");
-    }
-
-    async fn on_prompt_list_changed(&self, _context: rmcp::service::NotificationContext<RoleClient>) {
-        let _ = self.0.send("prompts");
-    }
-}
-
-async fn next_notice(received: &mut mpsc::UnboundedReceiver<&'static str>) -> &'static str {
+async fn next_notice(received: &mut mpsc::UnboundedReceiver<String>) -> String {
     tokio::time::timeout(PATIENCE, received.recv()).await.expect("a notice in time").expect("connected")
 }
 
@@ -42,21 +29,6 @@ async fn tool_names<H: rmcp::ClientHandler>(client: &rmcp::service::RunningServi
         client.list_all_tools().await.expect("tools/list").into_iter().map(|tool| tool.name.to_string()).collect();
     names.sort();
     names
-}
-
-async fn call<H: rmcp::ClientHandler>(
-    client: &rmcp::service::RunningService<RoleClient, H>,
-    tool: &str,
-    arguments: Value,
-) -> Result<rmcp::model::CallToolResult, ServiceError> {
-    let arguments = arguments.as_object().cloned().expect("object");
-    client.call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments)).await
-}
-
-async fn read_json<H: rmcp::ClientHandler>(client: &rmcp::service::RunningService<RoleClient, H>, uri: &str) -> Value {
-    let result = client.read_resource(ReadResourceRequestParams::new(uri)).await.expect("resources/read");
-    let json = serde_json::to_value(&result).expect("json");
-    serde_json::from_str(json["contents"][0]["text"].as_str().expect("text")).expect("JSON")
 }
 
 fn refusal_message(outcome: Result<rmcp::model::CallToolResult, ServiceError>) -> String {

@@ -9,6 +9,8 @@ use rmcp::service::{RequestContext, RunningService};
 use rmcp::{ClientHandler, RoleClient, ServiceError};
 use serde_json::{Value, json};
 
+use mcp_cursos_e2e::read_json as read;
+
 use crate::support::Era;
 
 /// A host whose user confirms every question (elicitation), as one with a confirmation dialog.
@@ -104,10 +106,7 @@ pub(crate) async fn run(client: &RunningService<RoleClient, ConfirmingUser>, era
     let tools: Vec<_> =
         entries.iter().map(|entry| entry["ferramenta"].as_str().unwrap_or_default().to_owned()).collect();
     assert_eq!(tools, ["arquivar_curso", "atualizar_curso", "criar_curso"], "{era:?}");
-    let revision = match era {
-        Era::Initialize => "2025-11-25",
-        Era::Discover => "2026-07-28",
-    };
+    let revision = era.revision();
     for entry in entries.iter_mut() {
         // Who depends on the transport; everything else must match.
         assert_eq!(entry["autor"], author, "{era:?}");
@@ -138,18 +137,7 @@ pub(crate) async fn run(client: &RunningService<RoleClient, ConfirmingUser>, era
 }
 
 async fn call<H: ClientHandler>(client: &RunningService<RoleClient, H>, tool: &str, arguments: Value) -> Value {
-    let arguments = arguments.as_object().cloned().expect("object");
-    json!(
-        client
-            .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments))
-            .await
-            .expect("tools/call")
-    )
-}
-
-async fn read<H: ClientHandler>(client: &RunningService<RoleClient, H>, uri: &str) -> Value {
-    let result = json!(client.read_resource(ReadResourceRequestParams::new(uri)).await.expect("resources/read"));
-    serde_json::from_str(result["contents"][0]["text"].as_str().expect("text")).expect("json")
+    json!(mcp_cursos_e2e::call(client, tool, arguments).await)
 }
 
 fn error_json(outcome: Result<(), ServiceError>) -> Value {

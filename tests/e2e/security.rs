@@ -6,27 +6,16 @@
 //! (`apps/backend/src/app_tests.rs`).
 
 use std::path::Path;
-use std::process::Output;
 
+use mcp_cursos_e2e::{create, read_json};
 use reqwest::StatusCode;
-use rmcp::model::{CallToolRequestParams, GetPromptRequestParams, ReadResourceRequestParams};
+use rmcp::model::{CallToolRequestParams, GetPromptRequestParams};
 use serde_json::{Value, json};
 
-use crate::support::{Backend, Client, ERAS, Era, PATIENCE, binary, fresh_database, start_backend_with_keys_file};
+use crate::support::{Backend, ERAS, Era, PATIENCE, binary, fresh_database, keys, start_backend_with_keys_file};
 
 const WRITING_TOOLS: [&str; 3] = ["criar_curso", "atualizar_curso", "arquivar_curso"];
 const MODERN: &str = "2026-07-28";
-
-/// Runs `mcp-cursos-backend keys <arguments>` on `keys_file`.
-fn keys(keys_file: &Path, arguments: &[&str]) -> Output {
-    std::process::Command::new(binary("mcp-cursos-backend"))
-        .env_clear()
-        .env("KEYS_FILE", keys_file)
-        .arg("keys")
-        .args(arguments)
-        .output()
-        .expect("run the keys command")
-}
 
 /// `keys create`: the key, printed once on stdout and nowhere else.
 fn create_key(keys_file: &Path, name: &str, scope: &str) -> String {
@@ -48,15 +37,7 @@ fn revoke_key(keys_file: &Path, name: &str) {
 }
 
 async fn post(backend: &Backend, headers: &[(&str, &str)], body: String) -> reqwest::Response {
-    let mut request = reqwest::Client::new()
-        .post(&backend.mcp_url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .body(body);
-    for (name, value) in headers {
-        request = request.header(*name, *value);
-    }
-    request.send().await.expect("HTTP request")
+    mcp_cursos_e2e::post(&backend.mcp_url, headers, body).await
 }
 
 fn bearer(key: &str) -> String {
@@ -119,16 +100,6 @@ async fn jsonrpc_message(response: reqwest::Response) -> Value {
         .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
         .find(|message| message.get("id").is_some())
         .unwrap_or_else(|| panic!("no JSON-RPC message in {text}"))
-}
-
-async fn read_json(client: &Client, uri: &str) -> Value {
-    let result = json!(client.read_resource(ReadResourceRequestParams::new(uri.to_owned())).await.expect("read"));
-    serde_json::from_str(result["contents"][0]["text"].as_str().expect("text")).expect("json")
-}
-
-async fn create(client: &Client, titulo: &str) -> Value {
-    let arguments = json!({"titulo": titulo, "cargaHoraria": 8}).as_object().cloned().expect("object");
-    json!(client.call_tool(CallToolRequestParams::new("criar_curso").with_arguments(arguments)).await.expect("call"))
 }
 
 /// The catalog as a client with `key` reads it: the store's observable state.

@@ -5,28 +5,17 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use rmcp::model::ProtocolVersion;
-use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService};
+pub(crate) use mcp_cursos_e2e::{ERAS, Era, Recorder};
+use rmcp::RoleClient;
+use rmcp::service::RunningService;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{ConfigureCommandExt, StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::{RoleClient, ServiceExt};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
 
 /// How long a process may take to become ready or to stop before the test fails.
 pub(crate) const PATIENCE: Duration = Duration::from_secs(60);
-
-/// The two protocol eras a client may speak.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Era {
-    /// `initialize` handshake (negotiates 2025-11-25).
-    Initialize,
-    /// `server/discover`, 2026-07-28.
-    Discover,
-}
-
-pub(crate) const ERAS: [Era; 2] = [Era::Initialize, Era::Discover];
 
 pub(crate) type Client = RunningService<RoleClient, ()>;
 
@@ -314,20 +303,10 @@ where
     T: rmcp::transport::IntoTransport<RoleClient, E, A>,
     E: std::error::Error + Send + Sync + 'static,
 {
-    let connecting = async {
-        match era {
-            Era::Initialize => handler.serve(transport).await,
-            Era::Discover => {
-                handler
-                    .serve_with_lifecycle(
-                        transport,
-                        ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] },
-                    )
-                    .await
-            }
-        }
-    };
-    tokio::time::timeout(PATIENCE, connecting).await.expect("connected in time").expect("MCP connection")
+    tokio::time::timeout(PATIENCE, era.connect(handler, transport))
+        .await
+        .expect("connected in time")
+        .expect("MCP connection")
 }
 
 impl Backend {
@@ -414,20 +393,20 @@ fn uuid_like() -> String {
     format!("{:x}{:08x}", nanos, std::process::id())
 }
 
-/// Records the resource notices a 2025-era client receives, as `updated <uri>` and `list_changed`.
-#[derive(Debug, Clone)]
-pub(crate) struct Recorder(pub(crate) mpsc::UnboundedSender<String>);
+/// Runs `mcp-cursos-backend keys <arguments>` on `keys_file`.
+pub(crate) fn keys(keys_file: &Path, arguments: &[&str]) -> std::process::Output {
+    std::process::Command::new(binary("mcp-cursos-backend"))
+        .env_clear()
+        .env("KEYS_FILE", keys_file)
+        .arg("keys")
+        .args(arguments)
+        .output()
+        .expect("run the keys command")
+}
 
-impl rmcp::ClientHandler for Recorder {
-    async fn on_resource_updated(
-        &self,
-        params: rmcp::model::ResourceUpdatedNotificationParam,
-        _context: rmcp::service::NotificationContext<RoleClient>,
-    ) {
-        let _ = self.0.send(format!("updated {}", params.uri));
-    }
-
-    async fn on_resource_list_changed(&self, _context: rmcp::service::NotificationContext<RoleClient>) {
-        let _ = self.0.send("list_changed".to_owned());
-    }
+/// `keys create <arguments>` on `keys_file`: the new key, printed on stdout.
+pub(crate) fn new_key(keys_file: &Path, arguments: &[&str]) -> String {
+    let output = keys(keys_file, &[&["create"], arguments].concat());
+    assert!(output.status.success(), "keys create {arguments:?}: {}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8(output.stdout).expect("utf-8").trim().to_owned()
 }

@@ -7,38 +7,27 @@
 
 use std::path::Path;
 
+use mcp_cursos_e2e::call;
 use rmcp::RoleClient;
 use rmcp::model::{
-    ArgumentInfo, CallToolRequestParams, CallToolResult, CompleteRequestParams, PaginatedRequestParams,
-    ReadResourceRequestParams, Reference, SubscribeRequestParams, SubscriptionFilter,
+    ArgumentInfo, CallToolRequestParams, CompleteRequestParams, PaginatedRequestParams, ReadResourceRequestParams,
+    Reference, SubscribeRequestParams, SubscriptionFilter,
 };
 use rmcp::service::RunningService;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use crate::support::{
-    Backend, ERAS, Era, PATIENCE, PostgresSchema, Recorder, binary, fresh_database, run_to_end,
+    Backend, ERAS, Era, PATIENCE, PostgresSchema, Recorder, binary, fresh_database, new_key, run_to_end,
     start_backend_with_keys_file, stdio_client, stdio_client_in_catalog,
 };
 
 /// `keys create --catalog`: the key, printed once on stdout.
 fn create_key(keys_file: &Path, name: &str, catalog: &str) -> String {
-    let output = std::process::Command::new(binary("mcp-cursos-backend"))
-        .env_clear()
-        .env("KEYS_FILE", keys_file)
-        .args(["keys", "create", "--name", name, "--scope", "escrita", "--catalog", catalog])
-        .output()
-        .expect("run the keys command");
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    String::from_utf8(output.stdout).expect("utf-8").trim().to_owned()
+    new_key(keys_file, &["--name", name, "--scope", "escrita", "--catalog", catalog])
 }
 
 type Tenant = RunningService<RoleClient, Recorder>;
-
-async fn call(client: &Tenant, tool: &str, arguments: Value) -> CallToolResult {
-    let arguments = arguments.as_object().cloned().expect("object");
-    client.call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments)).await.expect("answered")
-}
 
 async fn create(client: &Tenant, titulo: &str, key: Option<&str>) -> Value {
     let mut arguments = json!({"titulo": titulo, "cargaHoraria": 8});

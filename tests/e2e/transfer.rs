@@ -5,8 +5,8 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use rmcp::RoleClient;
-use rmcp::model::{ReadResourceRequestParams, SubscribeRequestParams};
+use mcp_cursos_e2e::read_json;
+use rmcp::model::SubscribeRequestParams;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
@@ -278,12 +278,6 @@ async fn a_course_imported_while_the_backend_serves_is_announced_and_its_history
     assert_eq!(entry["argumentos"]["arquivo"], "novo.csv");
     client.cancel().await.expect("close");
     assert!(backend.stop().await.success());
-}
-
-async fn read_json(client: &rmcp::service::RunningService<RoleClient, Recorder>, uri: &str) -> Value {
-    let result = client.read_resource(ReadResourceRequestParams::new(uri)).await.expect("resources/read");
-    let json = serde_json::to_value(&result).expect("json");
-    serde_json::from_str(json["contents"][0]["text"].as_str().expect("text")).expect("JSON")
 }
 
 /// Starts `command`, waits for its first progress line on stderr, sends SIGINT, and returns its

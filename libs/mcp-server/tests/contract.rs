@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use courses_domain::{Catalog, CourseTitle, NewCourse, PostgresStore, Provenance, SqliteStore, WorkloadHours};
+use mcp_cursos_e2e::{ERAS, Era, Recorder, call as call_as};
 use mcp_server::{CursosServer, ServerOptions, ServerState, UnconfirmedArchive};
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult,
@@ -14,16 +15,6 @@ use rmcp::model::{
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService};
 use rmcp::{RoleClient, ServiceError, ServiceExt};
 use serde_json::{Value, json};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Era {
-    /// `initialize` handshake, negotiated at 2025-11-25.
-    Initialize,
-    /// `server/discover` with per-request `_meta`, 2026-07-28.
-    Discover,
-}
-
-const ERAS: [Era; 2] = [Era::Initialize, Era::Discover];
 
 /// A client whose user answers every confirmation (elicitation) with `answer`, as a host with
 /// a confirmation dialog would.
@@ -135,16 +126,7 @@ async fn attach<H: rmcp::ClientHandler>(handler: H, state: &ServerState, era: Er
             let _ = running.waiting().await;
         }
     });
-    match era {
-        Era::Initialize => handler.serve(client_io).await.expect("initialize"),
-        Era::Discover => handler
-            .serve_with_lifecycle(
-                client_io,
-                ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] },
-            )
-            .await
-            .expect("discover"),
-    }
+    era.connect(handler, client_io).await.expect("connected")
 }
 
 impl Harness {
@@ -153,8 +135,7 @@ impl Harness {
     }
 
     async fn try_call(&self, tool: &str, arguments: Value) -> Result<CallToolResult, ServiceError> {
-        let arguments = arguments.as_object().cloned().expect("arguments object");
-        self.client.call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments)).await
+        mcp_cursos_e2e::try_call(&self.client, tool, arguments).await
     }
 
     async fn create(&self, titulo: &str, carga_horaria: i64) -> Value {
@@ -219,11 +200,7 @@ async fn the_server_introduces_itself_with_its_own_name_version_and_instructions
         let info = serde_json::to_value(&*info).expect("json");
         assert_eq!(info["serverInfo"]["name"], "mcp-cursos", "{era:?}");
         assert_eq!(info["serverInfo"]["version"], env!("CARGO_PKG_VERSION"), "{era:?}");
-        let expected_version = match era {
-            Era::Initialize => "2025-11-25",
-            Era::Discover => "2026-07-28",
-        };
-        assert_eq!(info["protocolVersion"], expected_version);
+        assert_eq!(info["protocolVersion"], era.revision());
         let instructions = info["instructions"].as_str().expect("instructions");
         for primitive in
             ["cursos://catalogo", "cursos://{uuid}", "criar_curso", "atualizar_curso", "arquivar_curso", "criar-curso"]
@@ -679,24 +656,6 @@ async fn concurrent_creates_of_one_title_through_the_server_let_exactly_one_win(
     assert_eq!(harness.catalog_total().await, 1);
 }
 
-/// A client handler that records live-update notifications.
-#[derive(Debug, Clone)]
-struct Recorder(tokio::sync::mpsc::UnboundedSender<String>);
-
-impl rmcp::ClientHandler for Recorder {
-    async fn on_resource_updated(
-        &self,
-        params: rmcp::model::ResourceUpdatedNotificationParam,
-        _context: rmcp::service::NotificationContext<RoleClient>,
-    ) {
-        let _ = self.0.send(format!("updated {}", params.uri));
-    }
-
-    async fn on_resource_list_changed(&self, _context: rmcp::service::NotificationContext<RoleClient>) {
-        let _ = self.0.send("list_changed".to_owned());
-    }
-}
-
 async fn next_notice(notices: &mut tokio::sync::mpsc::UnboundedReceiver<String>) -> String {
     tokio::time::timeout(std::time::Duration::from_secs(10), notices.recv())
         .await
@@ -949,15 +908,6 @@ async fn criar_curso_with_an_idempotency_key_creates_once_and_refuses_the_key_fo
         );
         assert_eq!(harness.catalog_total().await, 1, "{era:?}: nothing was written");
     }
-}
-
-async fn call_as<H: rmcp::ClientHandler>(
-    client: &RunningService<RoleClient, H>,
-    tool: &str,
-    arguments: Value,
-) -> CallToolResult {
-    let arguments = arguments.as_object().cloned().expect("arguments object");
-    client.call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments)).await.expect("answered")
 }
 
 #[tokio::test]

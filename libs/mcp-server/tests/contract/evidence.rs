@@ -6,14 +6,7 @@ use mcp_server::{ServerOptions, UnconfirmedArchive};
 use rmcp::model::{ArgumentInfo, CompleteRequestParams, ElicitationAction, GetPromptRequestParams, Reference};
 use serde_json::{Value, json};
 
-use super::{Answering, ERAS, Era, Harness, assert_refused, attach, call_as, connect, connect_with, text_of};
-
-fn revision(era: Era) -> &'static str {
-    match era {
-        Era::Initialize => "2025-11-25",
-        Era::Discover => "2026-07-28",
-    }
-}
+use super::{Answering, ERAS, Harness, assert_refused, attach, call_as, connect, connect_with, text_of};
 
 async fn history(harness: &Harness, course: &Value) -> Vec<Value> {
     let uri = format!("cursos://{}/historico", course["id"].as_str().expect("id"));
@@ -30,7 +23,7 @@ async fn every_write_records_the_revision_the_declared_client_and_the_hash_of_th
         assert_eq!(entries.len(), 2, "{era:?}");
         for entry in &entries {
             let evidence = &entry["evidencia"];
-            assert_eq!(evidence["revisaoProtocolo"], revision(era), "{era:?}: {evidence:#}");
+            assert_eq!(evidence["revisaoProtocolo"], era.revision(), "{era:?}: {evidence:#}");
             assert_eq!(evidence["cliente"], json!({"nome": "contract-tests", "versao": "1"}), "{era:?}");
             let surface = evidence["superficie"].as_str().expect("surface hash");
             assert!(surface.starts_with("sha256:") && surface.len() == 71, "{surface}");
@@ -70,7 +63,7 @@ async fn a_client_that_declares_no_name_is_recorded_as_undeclared_not_invented()
         let course = created.structured_content.expect("course");
         let entries = history(&harness, &course).await;
         assert_eq!(entries[0]["evidencia"]["cliente"], Value::Null, "{era:?}: {:#}", entries[0]);
-        assert_eq!(entries[0]["evidencia"]["revisaoProtocolo"], revision(era));
+        assert_eq!(entries[0]["evidencia"]["revisaoProtocolo"], era.revision());
     }
 }
 
@@ -94,7 +87,7 @@ async fn an_approved_archiving_records_the_question_shown_the_version_it_showed_
         let answered_at =
             time::OffsetDateTime::parse(answered_at, &time::format_description::well_known::Rfc3339).expect("RFC 3339");
         assert!(answered_at >= before - time::Duration::milliseconds(1), "{era:?}: {answered_at} < {before}");
-        assert_eq!(entries[0]["evidencia"]["revisaoProtocolo"], revision(era));
+        assert_eq!(entries[0]["evidencia"]["revisaoProtocolo"], era.revision());
         // The creation has no receipt.
         assert_eq!(entries[1]["evidencia"]["aprovacao"], Value::Null);
     }

@@ -2,6 +2,7 @@
 //! their lists and are refused in Portuguese with nothing written, read-only mode, the notices
 //! clients get when the lists change, and the Portuguese answers to old and unknown tool names.
 
+use mcp_cursos_e2e::ListsRecorder;
 use mcp_server::{Policy, PolicyFile, PolicyReload};
 
 use super::*;
@@ -131,20 +132,6 @@ async fn a_disabled_prompt_leaves_prompts_list_and_is_refused_in_portuguese() {
             .get_prompt(GetPromptRequestParams::new("criar-curso").with_arguments(arguments))
             .await
             .expect("re-enabled");
-    }
-}
-
-/// A client handler that records the tools' and prompts' list-changed notices.
-#[derive(Debug, Clone)]
-struct ListsRecorder(tokio::sync::mpsc::UnboundedSender<String>);
-
-impl rmcp::ClientHandler for ListsRecorder {
-    async fn on_tool_list_changed(&self, _context: rmcp::service::NotificationContext<RoleClient>) {
-        let _ = self.0.send("tools".to_owned());
-    }
-
-    async fn on_prompt_list_changed(&self, _context: rmcp::service::NotificationContext<RoleClient>) {
-        let _ = self.0.send("prompts".to_owned());
     }
 }
 

@@ -8,7 +8,7 @@
 //! with a release is `serverInfo.version`, from Cargo).
 //!
 //! Regenerate after an intended change: `UPDATE_SNAPSHOTS=1 cargo test -p mcp-server --test
-//! contract surface`, then review and commit the file.
+//! contract surface::`, then review and commit the file.
 
 use mcp_server::{Caller, Scope};
 use rmcp::model::JsonRpcMessage;
@@ -64,16 +64,7 @@ async fn surface<H: rmcp::ClientHandler>(handler: H, state: &ServerState, era: E
             let _ = running.waiting().await;
         }
     });
-    let client = match era {
-        Era::Initialize => handler.serve(client_io).await.expect("initialize"),
-        Era::Discover => handler
-            .serve_with_lifecycle(
-                client_io,
-                ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] },
-            )
-            .await
-            .expect("discover"),
-    };
+    let client = era.connect(handler, client_io).await.expect("connected");
     let surface = json!({
         "server": json(&*client.peer_info().expect("peer info")),
         "tools/list": json(&client.list_tools(None).await.expect("tools/list")),
@@ -96,10 +87,7 @@ async fn live_surface() -> Value {
         let (catalog, _database) = open_catalog();
         let state = ServerState::new(catalog, ServerOptions { resource_tools, ..ServerOptions::default() });
         for era in ERAS {
-            let version = match era {
-                Era::Initialize => "2025-11-25",
-                Era::Discover => "2026-07-28",
-            };
+            let version = era.revision();
             for scope in [Scope::Write, Scope::Read] {
                 for apps in [false, true] {
                     if resource_tools && (apps || scope == Scope::Read) {
@@ -184,7 +172,7 @@ async fn the_whole_mcp_surface_is_the_committed_snapshot() {
     let shown = found.len().min(40);
     panic!(
         "the MCP surface differs from {SNAPSHOT} ({} difference(s){}):\n{}\nIf the change is intended, run \
-         `UPDATE_SNAPSHOTS=1 cargo test -p mcp-server --test contract surface`, review the file's diff and commit it.",
+         `UPDATE_SNAPSHOTS=1 cargo test -p mcp-server --test contract surface::`, review the file's diff and commit it.",
         found.len(),
         if shown < found.len() { format!(", the first {shown}") } else { String::new() },
         found[..shown].join("\n"),
