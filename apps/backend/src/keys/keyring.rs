@@ -18,9 +18,9 @@ use mcp_server::reloaded_file::{self, ReloadedFile, Reread};
 use mcp_server::{Caller, Scope};
 use tokio_util::sync::CancellationToken;
 
-use crate::api_key::ApiKey;
-use crate::key_name::KeyName;
-use crate::keys_file::{KeyHash, KeysFile, KeysFileError};
+use super::api_key::ApiKey;
+use super::key_name::KeyName;
+use super::keys_file::{KeyHash, KeysFile, KeysFileError};
 
 /// How often a running server rereads its keys file (and its policy file): the longest a revoked
 /// key keeps working.
@@ -178,7 +178,7 @@ fn accepted(keys: &KeysFile) -> Vec<Accepted> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::keys_file::{create_key, revoke_key};
+    use crate::keys::keys_file::{create_key, revoke_key};
 
     fn name(text: &str) -> KeyName {
         KeyName::parse(text).expect("name")

@@ -17,8 +17,8 @@ use axum::response::{IntoResponse, Response};
 use rmcp::model::{ClientJsonRpcMessage, ClientRequest};
 use serde_json::{Value, json};
 
-use crate::MAX_REQUEST_BODY_BYTES;
-use crate::metrics::RequestLabel;
+use super::metrics::RequestLabel;
+use super::router::MAX_REQUEST_BODY_BYTES;
 
 /// How long a client may take to send a request body once its head has arrived (408 after it).
 pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);

@@ -37,8 +37,8 @@ use mcp_server::Scope;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use crate::api_key::ApiKey;
-use crate::key_name::{KeyName, KeyNameError};
+use super::api_key::ApiKey;
+use super::key_name::{KeyName, KeyNameError};
 
 /// The SHA-256 of a key: what the keys file stores instead of the key.
 ///
