@@ -221,7 +221,7 @@ pub async fn next_signal() -> &'static str {
                 signal.recv().await;
             }
             Err(error) => {
-                tracing::warn!(%error, "cannot listen for SIGTERM");
+                tracing::warn!(target: "backend::progress", %error, "cannot listen for SIGTERM");
                 std::future::pending::<()>().await;
             }
         }

@@ -5,7 +5,8 @@ use std::io::Write;
 use std::time::Duration;
 
 use anyhow::Context;
-use mcp_server::{ServerOptions, ServerState};
+use mcp_server::ServerOptions;
+use mcp_server::setup::{self, Setup};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -39,7 +40,8 @@ pub struct Server {
     listener: tokio::net::TcpListener,
     router: axum::Router,
     limits: ConnectionLimits,
-    _followers: Option<courses_domain::ChangeFollower>,
+    /// The server state in service (its followers stop when it is dropped).
+    _running: setup::Running,
 }
 
 impl Server {
@@ -52,7 +54,7 @@ impl Server {
         let guard = request_guard(settings)?;
         let policy = load_policy(settings.policy_file.as_deref())?;
         if let Some(warning) = exposure_warning(&settings.host, &guard) {
-            tracing::warn!("{warning}");
+            tracing::warn!(target: "mcp_cursos_backend", "{warning}");
         }
         let configured_key = settings.api_key.as_deref().map(ApiKey::parse).transpose().context("invalid API_KEY")?;
         let open_files = raise_open_files_limit().unwrap_or(u64::MAX);
@@ -68,11 +70,11 @@ impl Server {
 
         let database = open_database(settings.database_url.as_deref(), &settings.database_path)?;
         // Never the URL: it may hold a password.
-        tracing::info!(database = %database.description, "course database ready");
+        tracing::info!(target: "mcp_cursos_backend", database = %database.description, "course database ready");
         let catalog = database.catalog;
 
         let access = if settings.no_auth {
-            tracing::warn!("NO_AUTH: /mcp answers without an API key (loopback only, for local test suites)");
+            tracing::warn!(target: "mcp_cursos_backend", "NO_AUTH: /mcp answers without an API key (loopback only, for local test suites)");
             Access::NoAuth
         } else {
             let api_key = match configured_key {
@@ -88,9 +90,9 @@ impl Server {
             };
             let keyring = load_keyring(api_key.as_ref(), settings.keys_file.as_deref())?;
             if keyring.is_empty() {
-                tracing::warn!("the keys file has no key yet: /mcp refuses every request until `keys create` adds one");
+                tracing::warn!(target: "mcp_cursos_backend", "the keys file has no key yet: /mcp refuses every request until `keys create` adds one");
             }
-            tracing::info!(keys = keyring.len(), rate_limit = ?settings.rate_limit, "API keys loaded");
+            tracing::info!(target: "mcp_cursos_backend", keys = keyring.len(), rate_limit = ?settings.rate_limit, "API keys loaded");
             Access::Keys(keyring)
         };
 
@@ -99,39 +101,27 @@ impl Server {
             legacy_subscriptions: settings.session_mode == SessionMode::Stateful,
             unconfirmed_archive: settings.unconfirmed_archive,
         };
-        let state = ServerState::new(catalog, options);
-        let state = match &settings.confirmation_secret {
-            Some(secret) => state
-                .with_confirmation_secret(secret.as_bytes())
-                .context("invalid CONFIRMATION_SECRET (generate one with `openssl rand -hex 32`)")?,
-            None => state,
-        };
-        let state = match policy {
-            Some((policy_file, policy)) => {
-                tracing::info!(policy = %policy.summary(), "operator's policy loaded (POLICY_FILE)");
-                let state = state.with_policy(policy);
-                policy_file.watch(&state, RELOAD_INTERVAL);
-                state
-            }
-            None => state,
-        };
-        // Processes sharing the database (PostgreSQL replicas, apps on one SQLite file) hear of each other's changes.
-        let followers = state.follow_other_processes();
+        let confirmation_secret = settings.confirmation_secret.as_ref().map(|secret| secret.as_bytes().to_vec());
+        let running = setup::start(catalog, Setup { confirmation_secret, policy, ..Setup::new(options) })?;
+        if let Some(policy) = running.policy_summary() {
+            tracing::info!(target: "mcp_cursos_backend", policy = %policy, "operator's policy loaded (POLICY_FILE)");
+        }
+        let state = running.state().clone();
         let shutdown = state.shutdown_token();
         if let Access::Keys(keyring) = &access {
             keyring.watch(RELOAD_INTERVAL, shutdown.clone());
         }
         let config = app_config(settings, access, guard);
         let router = app(state, config, shutdown.clone());
-        tracing::info!(
+        tracing::info!(target: "mcp_cursos_backend",
             max_connections = limits.max_connections,
             open_files,
             header_read_timeout = ?limits.header_read_timeout,
             max_sessions_per_key = settings.max_sessions_per_key,
             "connection limits"
         );
-        tracing::info!(%url, session_mode = ?settings.session_mode, "mcp-cursos-backend listening");
-        Ok(Self { url, shutdown, listener, router, limits, _followers: followers })
+        tracing::info!(target: "mcp_cursos_backend", %url, session_mode = ?settings.session_mode, "mcp-cursos-backend listening");
+        Ok(Self { url, shutdown, listener, router, limits, _running: running })
     }
 
     /// Serves until `shutdown` is cancelled, then lets in-flight requests finish.
@@ -140,7 +130,7 @@ impl Server {
     /// The HTTP server failing.
     pub async fn serve(self) -> anyhow::Result<()> {
         serve(self.listener, self.router, self.shutdown, self.limits).await.context("the HTTP server failed")?;
-        tracing::info!("mcp-cursos-backend stopped");
+        tracing::info!(target: "mcp_cursos_backend", "mcp-cursos-backend stopped");
         Ok(())
     }
 }
@@ -148,7 +138,7 @@ impl Server {
 /// Cancels `shutdown` on SIGINT or SIGTERM.
 async fn stop_on_signal(shutdown: CancellationToken) {
     let signal = next_signal().await;
-    tracing::info!("{signal} received, shutting down");
+    tracing::info!(target: "mcp_cursos_backend", "{signal} received, shutting down");
     shutdown.cancel();
 }
 

@@ -96,7 +96,7 @@ pub fn raise_open_files_limit() -> Option<u64> {
     match rlimit::increase_nofile_limit(OPEN_FILES_WANTED) {
         Ok(limit) => Some(limit),
         Err(error) => {
-            tracing::warn!(%error, "cannot raise the open-files limit");
+            tracing::warn!(target: "backend::connections", %error, "cannot raise the open-files limit");
             rlimit::Resource::NOFILE.get().ok().map(|(soft, _hard)| soft)
         }
     }
@@ -142,13 +142,13 @@ pub async fn serve(
         };
         // Without it, small SSE frames wait ~40 ms behind Nagle's algorithm.
         if let Err(error) = stream.set_nodelay(true) {
-            tracing::warn!(%error, "cannot set TCP_NODELAY on an accepted socket");
+            tracing::warn!(target: "backend", %error, "cannot set TCP_NODELAY on an accepted socket");
         }
         let service = hyper_util::service::TowerToHyperService::new(router.clone());
         let connection = connections.watch(http.serve_connection(hyper_util::rt::TokioIo::new(stream), service));
         tokio::spawn(async move {
             if let Err(error) = connection.await {
-                tracing::debug!(%error, "connection ended with an error");
+                tracing::debug!(target: "backend", %error, "connection ended with an error");
             }
             drop(permit);
         });
@@ -166,7 +166,7 @@ async fn accept_failed(error: &std::io::Error) {
     {
         return;
     }
-    tracing::error!(%error, "cannot accept a connection; retrying in 1 s");
+    tracing::error!(target: "backend", %error, "cannot accept a connection; retrying in 1 s");
     tokio::time::sleep(Duration::from_secs(1)).await;
 }
 

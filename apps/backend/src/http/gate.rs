@@ -98,7 +98,7 @@ impl Gate {
     fn authenticate(&self, request: &Request) -> Result<Caller, Box<Response>> {
         if request.headers().get_all(header::AUTHORIZATION).iter().nth(1).is_some() {
             // Which one would count is up to each hop of a proxy chain: none does.
-            tracing::warn!("request refused: more than one Authorization header");
+            tracing::warn!(target: "backend", "request refused: more than one Authorization header");
             return Err(Box::new(
                 (
                     StatusCode::BAD_REQUEST,
@@ -137,7 +137,7 @@ impl Gate {
 
 fn too_many_requests(caller: &Caller, retry_after: RetryAfter) -> Response {
     let seconds = retry_after.seconds();
-    tracing::warn!(key = caller.name(), retry_after = seconds, "request refused by the rate limit");
+    tracing::warn!(target: "backend", key = caller.name(), retry_after = seconds, "request refused by the rate limit");
     let mut response = (
         StatusCode::TOO_MANY_REQUESTS,
         axum::Json(json!({
@@ -152,7 +152,7 @@ fn too_many_requests(caller: &Caller, retry_after: RetryAfter) -> Response {
 }
 
 fn unauthorized(code: &'static str, description: &'static str) -> Response {
-    tracing::warn!(reason = description, "request refused by the API key check");
+    tracing::warn!(target: "backend", reason = description, "request refused by the API key check");
     let challenge = format!("Bearer realm=\"mcp-cursos\", error=\"{code}\"");
     let mut response =
         (StatusCode::UNAUTHORIZED, axum::Json(json!({ "error": "unauthorized", "message": description })))

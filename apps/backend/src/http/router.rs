@@ -229,7 +229,7 @@ fn session_closer(manager: &Arc<LocalSessionManager>) -> mcp_server::SessionClos
             runtime.spawn(async move {
                 use rmcp::transport::streamable_http_server::SessionManager as _;
                 if let Err(error) = manager.close_session(&id).await {
-                    tracing::debug!(%error, "closing a session that stopped reading");
+                    tracing::debug!(target: "backend", %error, "closing a session that stopped reading");
                 }
             });
         }
@@ -257,15 +257,15 @@ async fn readiness(State(health): State<Health>) -> Response {
     match tokio::time::timeout(READINESS_TIMEOUT, health.state.catalog().readiness()).await {
         Ok(Ok(())) => axum::Json(json!({ "status": "ready" })).into_response(),
         Ok(Err(courses_domain::NotReady::Unwritable(reason))) => {
-            tracing::warn!(%reason, "readiness check failed: writes cannot be made durable");
+            tracing::warn!(target: "backend", %reason, "readiness check failed: writes cannot be made durable");
             unavailable(reason.as_str())
         }
         Ok(Err(courses_domain::NotReady::Store(error))) => {
-            tracing::warn!(error = %error, "readiness check failed: the database did not answer");
+            tracing::warn!(target: "backend", error = %error, "readiness check failed: the database did not answer");
             unavailable("database_unavailable")
         }
         Err(_) => {
-            tracing::warn!(timeout = ?READINESS_TIMEOUT, "readiness check failed: the database is too slow");
+            tracing::warn!(target: "backend", timeout = ?READINESS_TIMEOUT, "readiness check failed: the database is too slow");
             unavailable("database_too_slow")
         }
     }

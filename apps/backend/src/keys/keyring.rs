@@ -129,18 +129,18 @@ impl Keyring {
             Reread::Unchanged => return Reload::Unchanged,
             Reread::Changed(text) => text,
             Reread::Empty => {
-                tracing::warn!(%path, kept, "the keys file is empty (being written?); keeping the keys loaded before. Leave a comment line to revoke every key");
+                tracing::warn!(target: "backend::keyring", %path, kept, "the keys file is empty (being written?); keeping the keys loaded before. Leave a comment line to revoke every key");
                 return Reload::KeptPrevious;
             }
             Reread::Unreadable(error) => {
-                tracing::warn!(%path, %error, kept, "cannot read the keys file; keeping the keys loaded before");
+                tracing::warn!(target: "backend::keyring", %path, %error, kept, "cannot read the keys file; keeping the keys loaded before");
                 return Reload::KeptPrevious;
             }
         };
         let keys = match KeysFile::parse(&text) {
             Ok(keys) => keys,
             Err(error) => {
-                tracing::warn!(%path, %error, kept, "the keys file is not valid; keeping the keys loaded before");
+                tracing::warn!(target: "backend::keyring", %path, %error, kept, "the keys file is not valid; keeping the keys loaded before");
                 return Reload::KeptPrevious;
             }
         };
@@ -151,7 +151,7 @@ impl Keyring {
         let added: Vec<String> = new_names.iter().filter(|name| !old_names.contains(name)).cloned().collect();
         let removed: Vec<String> = old_names.iter().filter(|name| !new_names.contains(name)).cloned().collect();
         *current = Arc::new(new_set);
-        tracing::info!(%path, keys = new_names.len(), ?added, ?removed, "keys file reloaded");
+        tracing::info!(target: "backend::keyring", %path, keys = new_names.len(), ?added, ?removed, "keys file reloaded");
         Reload::Replaced { added, removed }
     }
 

@@ -418,7 +418,7 @@ fn create_missing_folder(path: &Path) -> Result<(), KeysFileError> {
     #[cfg(unix)]
     std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
     builder.create(folder).map_err(|cause| KeysFileError::Io { path: folder.to_owned(), cause })?;
-    tracing::info!(folder = %folder.display(), "created the keys file's folder (owner only)");
+    tracing::info!(target: "backend::keys_file", folder = %folder.display(), "created the keys file's folder (owner only)");
     Ok(())
 }
 
@@ -442,7 +442,7 @@ fn remove_stale_temporary_files(path: &Path) -> Result<(), KeysFileError> {
             let stale = entry.path();
             match std::fs::remove_file(&stale) {
                 Ok(()) => {
-                    tracing::info!(file = %stale.display(), "removed a temporary keys file an interrupted command left");
+                    tracing::info!(target: "backend::keys_file", file = %stale.display(), "removed a temporary keys file an interrupted command left");
                 }
                 Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
                 Err(source) => return Err(KeysFileError::Io { path: stale, cause: source }),
