@@ -27,6 +27,7 @@
 
 #![deny(missing_docs)]
 
+mod atomic_file;
 pub mod commands;
 mod http;
 mod keys;

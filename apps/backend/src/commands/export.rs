@@ -16,6 +16,7 @@ use mcp_server::portable::{self, HeaderJson};
 
 use super::progress::{EXIT_INTERRUPTED, Interrupt, Progress};
 use super::settings::{Database, Settings};
+use crate::atomic_file;
 
 /// `export`'s flags.
 #[derive(Debug, Clone, Args)]
@@ -135,11 +136,7 @@ fn export_blocking(database: &Database, arguments: &ExportArgs, interrupt: &Inte
     }
     let temporary = writer.into_inner().map_err(|error| error.into_error()).context("cannot write the export")?;
     temporary.as_file().sync_all().context("cannot write the export")?;
-    temporary.persist(&output).with_context(|| format!("cannot write {}", output.display()))?;
-    // The rename itself made durable.
-    if let Ok(directory) = std::fs::File::open(&folder) {
-        let _ = directory.sync_all();
-    }
+    atomic_file::replace(temporary, &output).with_context(|| format!("cannot write {}", output.display()))?;
     Ok(0)
 }
 

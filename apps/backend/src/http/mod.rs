@@ -1,5 +1,5 @@
-//! The HTTP front: the [router](router::app), the `/mcp` [gate](gate::mcp_gate) and what a request
-//! meets on its way to rmcp (the Host/Origin [guard], the [body check](jsonrpc_body), the
+//! The HTTP front: the [router](router::app) with its `/mcp` gate, and what a request meets on its
+//! way to rmcp (the Host/Origin [guard], the [body check](jsonrpc_body), the
 //! [rate limit](rate_limit), the [session cap](session_cap), the [metrics]), and the accept loop
 //! with its [connection limits](connections). Reads no setting: its callers hand it an
 //! [`AppConfig`](router::AppConfig).
@@ -7,7 +7,6 @@
 #[cfg(test)]
 mod app_tests;
 pub(crate) mod connections;
-pub(crate) mod gate;
 pub(crate) mod guard;
 pub(crate) mod jsonrpc_body;
 pub(crate) mod metrics;
