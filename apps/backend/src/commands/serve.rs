@@ -19,6 +19,10 @@ use crate::http::router::{Access, SessionMode, app};
 use crate::keys::api_key::ApiKey;
 use crate::keys::keyring::RELOAD_INTERVAL;
 
+/// The target of this file's log events: the binary's, where this code was before (`RUST_LOG`
+/// filters such as `warn,mcp_cursos_backend=info` keep working).
+const LOG_TARGET: &str = "mcp_cursos_backend";
+
 /// Serves with `settings` until SIGINT or SIGTERM, then lets in-flight requests finish.
 ///
 /// # Errors
@@ -54,7 +58,7 @@ impl Server {
         let guard = request_guard(settings)?;
         let policy = load_policy(settings.policy_file.as_deref())?;
         if let Some(warning) = exposure_warning(&settings.host, &guard) {
-            tracing::warn!(target: "mcp_cursos_backend", "{warning}");
+            tracing::warn!(target: LOG_TARGET, "{warning}");
         }
         let configured_key = settings.api_key.as_deref().map(ApiKey::parse).transpose().context("invalid API_KEY")?;
         let open_files = raise_open_files_limit().unwrap_or(u64::MAX);
@@ -70,11 +74,11 @@ impl Server {
 
         let database = open_database(settings.database_url.as_deref(), &settings.database_path)?;
         // Never the URL: it may hold a password.
-        tracing::info!(target: "mcp_cursos_backend", database = %database.description, "course database ready");
+        tracing::info!(target: LOG_TARGET, database = %database.description, "course database ready");
         let catalog = database.catalog;
 
         let access = if settings.no_auth {
-            tracing::warn!(target: "mcp_cursos_backend", "NO_AUTH: /mcp answers without an API key (loopback only, for local test suites)");
+            tracing::warn!(target: LOG_TARGET, "NO_AUTH: /mcp answers without an API key (loopback only, for local test suites)");
             Access::NoAuth
         } else {
             let api_key = match configured_key {
@@ -90,9 +94,9 @@ impl Server {
             };
             let keyring = load_keyring(api_key.as_ref(), settings.keys_file.as_deref())?;
             if keyring.is_empty() {
-                tracing::warn!(target: "mcp_cursos_backend", "the keys file has no key yet: /mcp refuses every request until `keys create` adds one");
+                tracing::warn!(target: LOG_TARGET, "the keys file has no key yet: /mcp refuses every request until `keys create` adds one");
             }
-            tracing::info!(target: "mcp_cursos_backend", keys = keyring.len(), rate_limit = ?settings.rate_limit, "API keys loaded");
+            tracing::info!(target: LOG_TARGET, keys = keyring.len(), rate_limit = ?settings.rate_limit, "API keys loaded");
             Access::Keys(keyring)
         };
 
@@ -104,7 +108,7 @@ impl Server {
         let confirmation_secret = settings.confirmation_secret.as_ref().map(|secret| secret.as_bytes().to_vec());
         let running = setup::start(catalog, Setup { confirmation_secret, policy, ..Setup::new(options) })?;
         if let Some(policy) = running.policy_summary() {
-            tracing::info!(target: "mcp_cursos_backend", policy = %policy, "operator's policy loaded (POLICY_FILE)");
+            tracing::info!(target: LOG_TARGET, policy = %policy, "operator's policy loaded (POLICY_FILE)");
         }
         let state = running.state().clone();
         let shutdown = state.shutdown_token();
@@ -113,14 +117,15 @@ impl Server {
         }
         let config = app_config(settings, access, guard);
         let router = app(state, config, shutdown.clone());
-        tracing::info!(target: "mcp_cursos_backend",
+        tracing::info!(
+            target: LOG_TARGET,
             max_connections = limits.max_connections,
             open_files,
             header_read_timeout = ?limits.header_read_timeout,
             max_sessions_per_key = settings.max_sessions_per_key,
             "connection limits"
         );
-        tracing::info!(target: "mcp_cursos_backend", %url, session_mode = ?settings.session_mode, "mcp-cursos-backend listening");
+        tracing::info!(target: LOG_TARGET, %url, session_mode = ?settings.session_mode, "mcp-cursos-backend listening");
         Ok(Self { url, shutdown, listener, router, limits, _running: running })
     }
 
@@ -130,7 +135,7 @@ impl Server {
     /// The HTTP server failing.
     pub async fn serve(self) -> anyhow::Result<()> {
         serve(self.listener, self.router, self.shutdown, self.limits).await.context("the HTTP server failed")?;
-        tracing::info!(target: "mcp_cursos_backend", "mcp-cursos-backend stopped");
+        tracing::info!(target: LOG_TARGET, "mcp-cursos-backend stopped");
         Ok(())
     }
 }
@@ -138,7 +143,7 @@ impl Server {
 /// Cancels `shutdown` on SIGINT or SIGTERM.
 async fn stop_on_signal(shutdown: CancellationToken) {
     let signal = next_signal().await;
-    tracing::info!(target: "mcp_cursos_backend", "{signal} received, shutting down");
+    tracing::info!(target: LOG_TARGET, "{signal} received, shutting down");
     shutdown.cancel();
 }
 

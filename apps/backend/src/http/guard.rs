@@ -211,7 +211,8 @@ impl Forbidden {
     }
 
     fn into_response(self) -> Response {
-        tracing::warn!(target: "backend::guard",
+        tracing::warn!(
+            target: "backend::guard",
             reason = self.reason,
             refused = %self.value,
             setting = self.setting,

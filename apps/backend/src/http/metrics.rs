@@ -313,7 +313,8 @@ fn jsonrpc_error_code(chunk: &[u8]) -> Option<i64> {
 impl Drop for RequestTimer {
     fn drop(&mut self) {
         let elapsed = self.started.elapsed();
-        tracing::info!(target: "backend::metrics",
+        tracing::info!(
+            target: "backend::metrics",
             method = self.label.method,
             name = self.label.target.as_deref(),
             caller = self.caller.as_deref(),
