@@ -2,9 +2,17 @@
 
 use std::io::IsTerminal;
 
+use clap::ValueEnum;
 use tracing_subscriber::EnvFilter;
 
-use crate::settings::LogFormat;
+/// How log lines are written on stderr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines (`tracing`'s default format).
+    Text,
+    /// One JSON object per line, fields at the top level, for log collectors.
+    Json,
+}
 
 /// Installs the global subscriber: stderr, `RUST_LOG` (default `info,rmcp=warn`), and `format`.
 /// In JSON, each event is one object per line with its fields at the top level (`timestamp`,

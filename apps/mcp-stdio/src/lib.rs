@@ -13,6 +13,7 @@
 
 mod line_gate;
 mod output;
+pub mod settings;
 
 /// The database the app uses when `DATABASE_PATH` is not set: `mcp-cursos/cursos.db` in the
 /// per-user data folder, wherever the process was started (an editor, `npx` or `uvx` often
@@ -165,35 +166,48 @@ pub fn interrupted() -> Pin<Box<dyn Future<Output = ()> + Send + 'static>> {
     }
 }
 
-/// [`courses_domain::open_database`], its errors naming `DATABASE_URL` and `DATABASE_PATH`.
-///
-/// # Errors
-/// [`DatabaseSettingError`](courses_domain::DatabaseSettingError) naming the setting to change.
-pub fn open_database(
-    url: Option<&str>,
-    path: &std::path::Path,
-) -> Result<courses_domain::OpenedDatabase, courses_domain::DatabaseSettingError> {
-    let names = courses_domain::DatabaseSettingNames { url: "DATABASE_URL", path: "DATABASE_PATH" };
-    courses_domain::open_database(url, path, names)
-}
-
-/// `mcp-cursos-stdio check`: opens the store the settings choose, as a start would (so pending
-/// migrations are applied), and writes one line per finding to `report`. True when all passed.
+/// `mcp-cursos-stdio check`: reads `POLICY_FILE` (if set) and opens the store the settings choose
+/// at `database_path`, as a start would (so pending migrations are applied), and writes one line
+/// per finding to `report` (the binary's stdout: its only writes there). True when all passed.
 ///
 /// # Errors
 /// Only when `report` cannot be written.
 pub fn check(
-    database_url: Option<&str>,
+    settings: &settings::Settings,
     database_path: &std::path::Path,
     mut report: impl std::io::Write,
 ) -> std::io::Result<bool> {
-    let (line, passed) = match open_database(database_url, database_path) {
-        Ok(opened) => (format!("ok: database {} opened and migrated", opened.description), true),
-        Err(error) => (format!("error: {error}"), false),
+    let mut passed = true;
+    let mut write = |line: String, ok: bool| {
+        passed &= ok;
+        report.write_all(format!("{line}\n").as_bytes())?;
+        report.flush()
     };
-    report.write_all(format!("{line}\n").as_bytes())?;
-    report.flush()?;
+    match settings.policy() {
+        None => {}
+        Some(Ok((_, policy))) => write(format!("ok: POLICY_FILE ({})", policy.summary()), true)?,
+        Some(Err(error)) => write(format!("error: {error}"), false)?,
+    }
+    match mcp_server::setup::open_database(settings.database_url.as_deref(), database_path) {
+        Ok(opened) => write(format!("ok: database {} opened and migrated", opened.description), true)?,
+        Err(error) => write(format!("error: {error}"), false)?,
+    }
     Ok(passed)
+}
+
+/// Installs the log writer on stderr (stdout belongs to JSON-RPC): `RUST_LOG` honoured, else
+/// `info,rmcp=warn`, in the chosen format.
+pub fn install_logging(format: settings::LogFormat) {
+    use std::io::IsTerminal;
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,rmcp=warn"));
+    let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    match format {
+        settings::LogFormat::Text => logs.with_ansi(std::io::stderr().is_terminal()).init(),
+        settings::LogFormat::Json => {
+            logs.json().flatten_event(true).with_current_span(false).with_span_list(false).init();
+        }
+    }
 }
 
 /// The server's input that, at its end, first ends the open listen streams (so that their final

@@ -17,8 +17,8 @@ use axum::response::{IntoResponse, Response};
 use rmcp::model::{ClientJsonRpcMessage, ClientRequest};
 use serde_json::{Value, json};
 
-use crate::MAX_REQUEST_BODY_BYTES;
-use crate::metrics::RequestLabel;
+use super::metrics::RequestLabel;
+use super::router::MAX_REQUEST_BODY_BYTES;
 
 /// How long a client may take to send a request body once its head has arrived (408 after it).
 pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
@@ -135,7 +135,7 @@ fn refuse(error: &serde_json::Error, bytes: &[u8]) -> Response {
             ),
         ),
     };
-    tracing::warn!(code, %error, "request body refused: not a JSON-RPC message");
+    tracing::warn!(target: "backend::jsonrpc_body", code, %error, "request body refused: not a JSON-RPC message");
     (
         StatusCode::BAD_REQUEST,
         axum::Json(json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message } })),
@@ -153,7 +153,7 @@ pub(crate) fn payload_too_large() -> Response {
 }
 
 fn body_timeout() -> Response {
-    tracing::warn!(timeout = ?BODY_READ_TIMEOUT, "request refused: the body did not arrive in time");
+    tracing::warn!(target: "backend::jsonrpc_body", timeout = ?BODY_READ_TIMEOUT, "request refused: the body did not arrive in time");
     (
         StatusCode::REQUEST_TIMEOUT,
         axum::Json(json!({ "error": "request_timeout", "message": "the request body did not arrive within 30 s" })),

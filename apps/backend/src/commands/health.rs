@@ -5,6 +5,8 @@ use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
+use super::settings::Settings;
+
 /// How long the probe waits to connect, and then for the answer.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
 
@@ -80,6 +82,15 @@ pub fn check_health(address: SocketAddr) -> Result<(), ProbeError> {
     } else {
         Err(ProbeError::Unhealthy { address, status_line })
     }
+}
+
+/// `health`: probes the backend of `settings` (HOST, PORT).
+///
+/// # Errors
+/// [`ProbeError`] when it is not found healthy (the process then exits with status 1).
+pub fn run(settings: &Settings) -> anyhow::Result<()> {
+    check_health(probe_address(&settings.host, settings.port)?)?;
+    Ok(())
 }
 
 #[cfg(test)]

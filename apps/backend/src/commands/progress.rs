@@ -16,7 +16,11 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use courses_domain::{MigrationPhase, MigrationProgress};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+/// The exit status of a command stopped by Ctrl-C or SIGTERM (128 + SIGINT, as shells report it).
+pub const EXIT_INTERRUPTED: i32 = 130;
 
 /// How often the plain lines are written when stderr is not a terminal.
 pub const PLAIN_INTERVAL: Duration = Duration::from_secs(2);
@@ -181,7 +185,7 @@ impl Interrupt {
             write_stderr("stopping at the next safe point (press Ctrl-C again to quit at once)\n");
             next_signal().await;
             write_stderr("quitting at once\n");
-            std::process::exit(130);
+            std::process::exit(EXIT_INTERRUPTED);
         });
         interrupt
     }
@@ -217,7 +221,7 @@ pub async fn next_signal() -> &'static str {
                 signal.recv().await;
             }
             Err(error) => {
-                tracing::warn!(%error, "cannot listen for SIGTERM");
+                tracing::warn!(target: "backend::progress", %error, "cannot listen for SIGTERM");
                 std::future::pending::<()>().await;
             }
         }
@@ -227,6 +231,52 @@ pub async fn next_signal() -> &'static str {
     tokio::select! {
         _ = interrupt => "SIGINT",
         () = terminate => "SIGTERM",
+    }
+}
+
+/// Shows the phases of `migrate` or `backup` as [`Progress`] bars or lines, and answers its stop checks from the
+/// [`Interrupt`] flag.
+pub(crate) struct Shown {
+    command: &'static str,
+    current: Mutex<Option<Progress>>,
+    interrupt: Interrupt,
+}
+
+impl Shown {
+    pub(crate) fn new(command: &'static str, interrupt: Interrupt) -> Self {
+        Self { command, current: Mutex::new(None), interrupt }
+    }
+
+    pub(crate) fn finish(&self, outcome: &str) {
+        let mut current = self.current.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(progress) = current.take() {
+            progress.finish(outcome);
+        }
+    }
+}
+
+impl MigrationProgress for Shown {
+    fn phase(&self, phase: MigrationPhase, total_rows: u64) {
+        self.finish("done");
+        let (what, unit) = match (self.command, phase) {
+            ("backup", _) => ("backup", "pages"),
+            (_, MigrationPhase::Copy) => ("migrate (copy)", "rows"),
+            (_, MigrationPhase::Verify) => ("migrate (verify)", "rows"),
+        };
+        let progress = Progress::start(what, unit, Some(total_rows));
+        // The first line at once: an operator (or a test) sees the command is under way.
+        progress.advance(0);
+        *self.current.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(progress);
+    }
+
+    fn advance(&self, rows: u64) {
+        if let Some(progress) = self.current.lock().unwrap_or_else(std::sync::PoisonError::into_inner).as_ref() {
+            progress.advance(rows);
+        }
+    }
+
+    fn stop_requested(&self) -> bool {
+        self.interrupt.requested()
     }
 }
 

@@ -3,30 +3,18 @@
 use std::num::{NonZeroU32, NonZeroUsize};
 use std::path::PathBuf;
 
-use clap::{Parser, Subcommand, ValueEnum};
-use mcp_server::{Scope, UnconfirmedArchive};
+use clap::{Parser, Subcommand};
+use courses_domain::OpenedDatabase;
+use mcp_server::UnconfirmedArchive;
 
-use crate::key_name::{KeyName, KeyNameError};
-
-/// How the HTTP transport keeps track of clients.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum SessionMode {
-    /// `Mcp-Session-Id` sessions with a GET stream: what 2025-era clients need for
-    /// `resources/subscribe`. Replicas need sticky routing.
-    Stateful,
-    /// No sessions, JSON responses: any replica answers any request. 2025-era subscriptions are
-    /// refused; 2026-07-28 clients still get `subscriptions/listen`.
-    Stateless,
-}
-
-/// How log lines are written on stderr.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum LogFormat {
-    /// Human-readable lines (`tracing`'s default format).
-    Text,
-    /// One JSON object per line, fields at the top level, for log collectors.
-    Json,
-}
+use super::backup::BackupArgs;
+use super::export::ExportArgs;
+use super::import::ImportArgs;
+use super::keys::KeysCommand;
+use super::migrate::MigrateArguments;
+use super::restore::RestoreArgs;
+use crate::http::router::SessionMode;
+use crate::logging::LogFormat;
 
 /// mcp-cursos over Streamable HTTP (`POST /mcp`, `Authorization: Bearer <key>`).
 ///
@@ -190,7 +178,7 @@ pub enum Command {
     /// snapshot while the server goes on serving (ADR 0040). To a file, written whole or not at
     /// all (Ctrl-C leaves none), or to stdout (`-`, the default). The database is the server's
     /// (DATABASE_URL, else DATABASE_PATH). Exit 0, or 130 when interrupted.
-    Export(crate::transfer::ExportArgs),
+    Export(ExportArgs),
     /// Imports courses from JSON Lines (an export) or CSV (`titulo,cargaHoraria[,id]` with a
     /// header row), each row through the catalog's rules; a refused row is printed as
     /// `linha N: campo: motivo`. Nothing is written unless every row is valid (--partial writes
@@ -202,7 +190,7 @@ pub enum Command {
     /// writer during the import refuses that row only (exit 2). Exit 0; 1 when rows were refused
     /// and nothing was written; 2 when some rows were written and some refused; 130 when
     /// interrupted. The database is the server's (DATABASE_URL, else DATABASE_PATH) (ADR 0040).
-    Import(crate::transfer::ImportArgs),
+    Import(ImportArgs),
     /// Copies the whole database (every catalog, with ids, versions, positions, history and
     /// idempotency keys) from one SQLite file or PostgreSQL database to another, in one target
     /// transaction verified by counts and a checksum before it commits (ADR 0041). The target
@@ -210,79 +198,35 @@ pub enum Command {
     Migrate(MigrateArguments),
     /// Writes a consistent copy of the live SQLite database (DATABASE_PATH) to a new file, safe
     /// while the backend and stdio apps write to it. PostgreSQL: use pg_dump.
-    Backup {
-        /// The backup file to write (written to a temporary name, renamed when complete).
-        destination: PathBuf,
-        /// Replace the destination if it exists.
-        #[arg(long)]
-        overwrite: bool,
-    },
+    Backup(BackupArgs),
     /// Puts a backup in place of DATABASE_PATH after verifying it; refused while a backend or a
     /// stdio app has the database open. PostgreSQL: use pg_restore.
-    Restore {
-        /// The backup file (left as it is).
-        backup: PathBuf,
-    },
+    Restore(RestoreArgs),
 }
 
-/// `migrate`: where from, where to. A PostgreSQL URL (which may hold a password) is only taken
-/// from an environment variable, never from a flag, which `ps` would show.
-#[derive(Debug, Clone, clap::Args)]
-#[command(group(clap::ArgGroup::new("source").required(true).args(["from", "from_env"])))]
-#[command(group(clap::ArgGroup::new("target").required(true).args(["to", "to_env"])))]
-pub struct MigrateArguments {
-    /// The SQLite file to copy from.
-    #[arg(long, value_name = "PATH")]
-    pub from: Option<PathBuf>,
-    /// The environment variable holding the source: a PostgreSQL URL (postgres://…), or a SQLite path.
-    #[arg(long, value_name = "VARIABLE")]
-    pub from_env: Option<String>,
-    /// The SQLite file to copy to (created if missing).
-    #[arg(long, value_name = "PATH")]
-    pub to: Option<PathBuf>,
-    /// The environment variable holding the target: a PostgreSQL URL (postgres://…), or a SQLite path.
-    #[arg(long, value_name = "VARIABLE")]
-    pub to_env: Option<String>,
-    /// Replace whatever the target holds (every catalog), in the same transaction as the copy:
-    /// the target ends up as the source, or as it was if anything fails.
-    #[arg(long)]
-    pub force: bool,
+impl Settings {
+    /// The database of the settings (`DATABASE_URL`, else `DATABASE_PATH`).
+    #[must_use]
+    pub fn database(&self) -> Database {
+        Database { url: self.database_url.clone(), path: self.database_path.clone() }
+    }
 }
 
-/// `keys create|revoke|list`.
-#[derive(Debug, Clone, Subcommand)]
-pub enum KeysCommand {
-    /// Creates a key, prints it once on stdout (only there, only now) and appends its hash.
-    Create {
-        /// The key's name (1-64 of a-z, 0-9, '.', '_', '-'), recorded as who made each change.
-        #[arg(long, value_parser = parse_key_name)]
-        name: KeyName,
-        /// `leitura` (resources, prompts, completions; no writing tool) or `escrita` (everything).
-        #[arg(long, value_parser = parse_scope)]
-        scope: Scope,
-        /// The one catalog the key reads and changes (1-64 of a-z, 0-9, '-'); `padrao` by default
-        /// (ADR 0035).
-        #[arg(long, value_parser = parse_catalog, default_value = courses_domain::CatalogName::DEFAULT)]
-        catalog: courses_domain::CatalogName,
-    },
-    /// Removes the key with this name; a running server refuses it from its next reload.
-    Revoke {
-        /// The key's name.
-        #[arg(long, value_parser = parse_key_name)]
-        name: KeyName,
-    },
-    /// Lists the keys' names, scopes and catalogs (never a key nor a hash).
-    List,
+/// Where the database is: the app's own settings (DATABASE_URL, else DATABASE_PATH).
+#[derive(Debug, Clone)]
+pub struct Database {
+    /// `DATABASE_URL`, when set.
+    pub url: Option<String>,
+    /// `DATABASE_PATH`.
+    pub path: PathBuf,
 }
 
-fn parse_key_name(text: &str) -> Result<KeyName, KeyNameError> {
-    KeyName::parse_for_keys_file(text)
-}
-
-fn parse_catalog(text: &str) -> Result<courses_domain::CatalogName, courses_domain::CatalogNameError> {
-    courses_domain::CatalogName::parse(text)
-}
-
-fn parse_scope(text: &str) -> Result<Scope, mcp_server::UnknownScope> {
-    Scope::parse(text)
+impl Database {
+    /// Opens (and migrates) it, as a start would.
+    ///
+    /// # Errors
+    /// [`courses_domain::DatabaseSettingError`], naming the setting to change.
+    pub fn open(&self) -> anyhow::Result<OpenedDatabase> {
+        Ok(super::startup::open_database(self.url.as_deref(), &self.path)?)
+    }
 }

@@ -1,7 +1,7 @@
-//! What one process lets TCP clients hold: open connections, and the time a connection may take to
-//! send a request head (ADR 0023).
+//! The accept loop, [`serve`], and what one process lets TCP clients hold: open connections, and the
+//! time a connection may take to send a request head (ADR 0023).
 //!
-//! [`serve`](crate::serve) accepts a connection only while it holds one of
+//! [`serve`] accepts a connection only while it holds one of
 //! [`ConnectionLimits::max_connections`] permits (beyond it, new connections wait in the kernel's
 //! listen backlog, holding no descriptor of ours), and hyper closes a connection that has not sent
 //! a complete request head within [`ConnectionLimits::header_read_timeout`] of opening or of its
@@ -10,7 +10,11 @@
 //! at start, so that the database, the keys file and the log always have descriptors left.
 
 use std::num::NonZeroUsize;
+use std::sync::Arc;
 use std::time::Duration;
+
+use axum::Router;
+use tokio_util::sync::CancellationToken;
 
 /// Descriptors kept out of the connection cap for everything else the process opens: SQLite's
 /// file, WAL and shared memory per pooled connection, PostgreSQL sockets, the keys file and its
@@ -92,10 +96,78 @@ pub fn raise_open_files_limit() -> Option<u64> {
     match rlimit::increase_nofile_limit(OPEN_FILES_WANTED) {
         Ok(limit) => Some(limit),
         Err(error) => {
-            tracing::warn!(%error, "cannot raise the open-files limit");
+            tracing::warn!(target: "backend::connections", %error, "cannot raise the open-files limit");
             rlimit::Resource::NOFILE.get().ok().map(|(soft, _hard)| soft)
         }
     }
+}
+
+/// Serves `router` on `listener` until `shutdown` is cancelled, then lets in-flight requests finish.
+///
+/// HTTP/1.1 only, with `TCP_NODELAY` on every accepted socket. At most
+/// [`ConnectionLimits::max_connections`] connections are served at once: beyond it the loop stops
+/// accepting, and new connections wait in the kernel's listen backlog until one closes. A
+/// connection that does not send a complete request head within
+/// [`ConnectionLimits::header_read_timeout`] of opening, or of its previous response, is closed
+/// (slowloris and idle keep-alive connections alike); a response being streamed (SSE) is never
+/// cut by it.
+///
+/// # Errors
+/// Only if the connection permits were closed, which nothing does: accept errors are logged and
+/// retried.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    router: Router,
+    shutdown: CancellationToken,
+    limits: ConnectionLimits,
+) -> std::io::Result<()> {
+    let permits = Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
+    let connections = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(hyper_util::rt::TokioTimer::new()).header_read_timeout(limits.header_read_timeout);
+    loop {
+        let permit = tokio::select! {
+            permit = Arc::clone(&permits).acquire_owned() => permit.map_err(std::io::Error::other)?,
+            () = shutdown.cancelled() => break,
+        };
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _remote)) => stream,
+                Err(error) => {
+                    accept_failed(&error).await;
+                    continue;
+                }
+            },
+            () = shutdown.cancelled() => break,
+        };
+        // Without it, small SSE frames wait ~40 ms behind Nagle's algorithm.
+        if let Err(error) = stream.set_nodelay(true) {
+            tracing::warn!(target: "backend", %error, "cannot set TCP_NODELAY on an accepted socket");
+        }
+        let service = hyper_util::service::TowerToHyperService::new(router.clone());
+        let connection = connections.watch(http.serve_connection(hyper_util::rt::TokioIo::new(stream), service));
+        tokio::spawn(async move {
+            if let Err(error) = connection.await {
+                tracing::debug!(target: "backend", %error, "connection ended with an error");
+            }
+            drop(permit);
+        });
+    }
+    drop(listener);
+    connections.shutdown().await;
+    Ok(())
+}
+
+/// An accept error: a connection reset before it was accepted is skipped; anything else (such as
+/// running out of descriptors) is logged and retried after a pause, as hyper and axum do.
+async fn accept_failed(error: &std::io::Error) {
+    use std::io::ErrorKind;
+    if matches!(error.kind(), ErrorKind::ConnectionRefused | ErrorKind::ConnectionAborted | ErrorKind::ConnectionReset)
+    {
+        return;
+    }
+    tracing::error!(target: "backend", %error, "cannot accept a connection; retrying in 1 s");
+    tokio::time::sleep(Duration::from_secs(1)).await;
 }
 
 #[cfg(test)]

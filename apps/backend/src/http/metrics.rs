@@ -314,6 +314,7 @@ impl Drop for RequestTimer {
     fn drop(&mut self) {
         let elapsed = self.started.elapsed();
         tracing::info!(
+            target: "backend::metrics",
             method = self.label.method,
             name = self.label.target.as_deref(),
             caller = self.caller.as_deref(),

@@ -1,4 +1,4 @@
-//! The router of [`crate::app`], driven in process with `tower::ServiceExt::oneshot` as axum's
+//! The router of [`app`], driven in process with `tower::ServiceExt::oneshot` as axum's
 //! own examples test theirs: authentication, scopes, the Host/Origin check, CORS, the body limit
 //! and the limits per key. Each test builds the router as the binary does (its [`Settings`]
 //! parsed from flags, [`startup::app_config`], a keyring read from a real keys file made by
@@ -21,7 +21,12 @@ use mcp_server::{Scope, ServerOptions, ServerState};
 use serde_json::{Value, json};
 use tower::ServiceExt as _;
 
-use crate::{Access, KeyName, Keyring, SessionMode, Settings, create_key, revoke_key, startup};
+use super::router::{Access, SessionMode, app};
+use crate::commands::settings::Settings;
+use crate::commands::startup;
+use crate::keys::key_name::KeyName;
+use crate::keys::keyring::Keyring;
+use crate::keys::keys_file::{create_key, revoke_key};
 
 const MODERN: &str = "2026-07-28";
 const LEGACY: &str = "2025-11-25";
@@ -88,7 +93,7 @@ impl TestApp {
         let keyring = Keyring::load(None, Some(&keys_file)).expect("keyring");
         let guard = startup::request_guard(&settings).expect("guard");
         let config = startup::app_config(&settings, Access::Keys(keyring), guard);
-        let router = crate::app(state.clone(), config, state.shutdown_token());
+        let router = app(state.clone(), config, state.shutdown_token());
         Self { router, state, writer, reader, other, revoked, _folder: folder }
     }
 

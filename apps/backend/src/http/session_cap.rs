@@ -105,7 +105,7 @@ impl Reservation {
 }
 
 fn too_many_sessions(caller: &Caller, open: usize, limit: NonZeroUsize) -> Response {
-    tracing::warn!(key = caller.name(), open, limit, "initialize refused: the key holds its most open sessions");
+    tracing::warn!(target: "backend::session_cap", key = caller.name(), open, limit, "initialize refused: the key holds its most open sessions");
     (
         StatusCode::TOO_MANY_REQUESTS,
         axum::Json(json!({

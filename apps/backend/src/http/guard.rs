@@ -212,6 +212,7 @@ impl Forbidden {
 
     fn into_response(self) -> Response {
         tracing::warn!(
+            target: "backend::guard",
             reason = self.reason,
             refused = %self.value,
             setting = self.setting,
@@ -287,7 +288,7 @@ pub(crate) fn refusal_of(guard: &RequestGuard, request: &Request) -> Option<Resp
     match checked {
         Ok(()) => None,
         Err(Refusal::Ambiguous(reason)) => {
-            tracing::warn!(reason, "request refused by the Host/Origin check");
+            tracing::warn!(target: "backend::guard", reason, "request refused by the Host/Origin check");
             Some(
                 (StatusCode::BAD_REQUEST, axum::Json(serde_json::json!({ "error": format!("Bad Request: {reason}") })))
                     .into_response(),

@@ -18,9 +18,9 @@ use mcp_server::reloaded_file::{self, ReloadedFile, Reread};
 use mcp_server::{Caller, Scope};
 use tokio_util::sync::CancellationToken;
 
-use crate::api_key::ApiKey;
-use crate::key_name::KeyName;
-use crate::keys_file::{KeyHash, KeysFile, KeysFileError};
+use super::api_key::ApiKey;
+use super::key_name::KeyName;
+use super::keys_file::{KeyHash, KeysFile, KeysFileError};
 
 /// How often a running server rereads its keys file (and its policy file): the longest a revoked
 /// key keeps working.
@@ -129,18 +129,18 @@ impl Keyring {
             Reread::Unchanged => return Reload::Unchanged,
             Reread::Changed(text) => text,
             Reread::Empty => {
-                tracing::warn!(%path, kept, "the keys file is empty (being written?); keeping the keys loaded before. Leave a comment line to revoke every key");
+                tracing::warn!(target: "backend::keyring", %path, kept, "the keys file is empty (being written?); keeping the keys loaded before. Leave a comment line to revoke every key");
                 return Reload::KeptPrevious;
             }
             Reread::Unreadable(error) => {
-                tracing::warn!(%path, %error, kept, "cannot read the keys file; keeping the keys loaded before");
+                tracing::warn!(target: "backend::keyring", %path, %error, kept, "cannot read the keys file; keeping the keys loaded before");
                 return Reload::KeptPrevious;
             }
         };
         let keys = match KeysFile::parse(&text) {
             Ok(keys) => keys,
             Err(error) => {
-                tracing::warn!(%path, %error, kept, "the keys file is not valid; keeping the keys loaded before");
+                tracing::warn!(target: "backend::keyring", %path, %error, kept, "the keys file is not valid; keeping the keys loaded before");
                 return Reload::KeptPrevious;
             }
         };
@@ -151,7 +151,7 @@ impl Keyring {
         let added: Vec<String> = new_names.iter().filter(|name| !old_names.contains(name)).cloned().collect();
         let removed: Vec<String> = old_names.iter().filter(|name| !new_names.contains(name)).cloned().collect();
         *current = Arc::new(new_set);
-        tracing::info!(%path, keys = new_names.len(), ?added, ?removed, "keys file reloaded");
+        tracing::info!(target: "backend::keyring", %path, keys = new_names.len(), ?added, ?removed, "keys file reloaded");
         Reload::Replaced { added, removed }
     }
 
@@ -178,7 +178,7 @@ fn accepted(keys: &KeysFile) -> Vec<Accepted> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::keys_file::{create_key, revoke_key};
+    use crate::keys::keys_file::{create_key, revoke_key};
 
     fn name(text: &str) -> KeyName {
         KeyName::parse(text).expect("name")

@@ -37,8 +37,9 @@ use mcp_server::Scope;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use crate::api_key::ApiKey;
-use crate::key_name::{KeyName, KeyNameError};
+use super::api_key::ApiKey;
+use super::key_name::{KeyName, KeyNameError};
+use crate::atomic_file;
 
 /// The SHA-256 of a key: what the keys file stores instead of the key.
 ///
@@ -418,7 +419,7 @@ fn create_missing_folder(path: &Path) -> Result<(), KeysFileError> {
     #[cfg(unix)]
     std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
     builder.create(folder).map_err(|cause| KeysFileError::Io { path: folder.to_owned(), cause })?;
-    tracing::info!(folder = %folder.display(), "created the keys file's folder (owner only)");
+    tracing::info!(target: "backend::keys_file", folder = %folder.display(), "created the keys file's folder (owner only)");
     Ok(())
 }
 
@@ -442,7 +443,7 @@ fn remove_stale_temporary_files(path: &Path) -> Result<(), KeysFileError> {
             let stale = entry.path();
             match std::fs::remove_file(&stale) {
                 Ok(()) => {
-                    tracing::info!(file = %stale.display(), "removed a temporary keys file an interrupted command left");
+                    tracing::info!(target: "backend::keys_file", file = %stale.display(), "removed a temporary keys file an interrupted command left");
                 }
                 Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
                 Err(source) => return Err(KeysFileError::Io { path: stale, cause: source }),
@@ -459,8 +460,7 @@ const TEMPORARY_SUFFIX: &str = ".tmp-";
 /// to take its place. Dropped without commit, it is removed and the old file stays.
 struct PreparedRewrite {
     path: PathBuf,
-    temporary: PathBuf,
-    committed: bool,
+    temporary: tempfile::NamedTempFile,
 }
 
 impl PreparedRewrite {
@@ -468,40 +468,30 @@ impl PreparedRewrite {
     /// permissions are kept.
     fn write(path: &Path, text: &str) -> Result<Self, KeysFileError> {
         let temporary = hidden_sibling(path, &format!("{TEMPORARY_SUFFIX}{}", std::process::id()))?;
-        let prepared = Self { path: path.to_owned(), temporary, committed: false };
         let written = (|| {
-            let mut file = std::fs::File::create(&prepared.temporary)?;
+            let (folder, name) =
+                (temporary.parent().unwrap_or(Path::new("")), temporary.file_name().unwrap_or_default());
+            let mut builder = tempfile::Builder::new();
+            // Exactly `.<name>.tmp-<pid>`, created as `File::create` would (before the umask).
+            builder.prefix(name).rand_bytes(0);
+            #[cfg(unix)]
+            builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
+            let mut file = builder.tempfile_in(folder)?;
             file.write_all(text.as_bytes())?;
             if let Ok(metadata) = std::fs::metadata(path) {
-                file.set_permissions(metadata.permissions())?;
+                file.as_file().set_permissions(metadata.permissions())?;
             }
-            file.sync_all()
+            file.as_file().sync_all()?;
+            Ok(file)
         })();
-        written.map_err(|source| KeysFileError::Io { path: path.to_owned(), cause: source })?;
-        Ok(prepared)
+        let temporary = written.map_err(|source| KeysFileError::Io { path: path.to_owned(), cause: source })?;
+        Ok(Self { path: path.to_owned(), temporary })
     }
 
-    /// Renames the new file over the old one: a reader sees the old file or the new one, never a
-    /// mix.
-    fn commit(mut self) -> Result<(), KeysFileError> {
-        std::fs::rename(&self.temporary, &self.path)
-            .map_err(|source| KeysFileError::Io { path: self.path.clone(), cause: source })?;
-        self.committed = true;
-        // Make the rename itself durable; not every platform can open a folder, so best effort.
-        if let Some(folder) = self.path.parent().filter(|folder| !folder.as_os_str().is_empty())
-            && let Ok(folder) = std::fs::File::open(folder)
-        {
-            let _ = folder.sync_all();
-        }
-        Ok(())
-    }
-}
-
-impl Drop for PreparedRewrite {
-    fn drop(&mut self) {
-        if !self.committed {
-            let _ = std::fs::remove_file(&self.temporary);
-        }
+    /// Renames the new file over the old one ([`atomic_file::replace`]).
+    fn commit(self) -> Result<(), KeysFileError> {
+        atomic_file::replace(self.temporary, &self.path)
+            .map_err(|source| KeysFileError::Io { path: self.path.clone(), cause: source.error })
     }
 }
 

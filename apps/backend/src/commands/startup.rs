@@ -1,0 +1,128 @@
+//! Start-up: what the binary does with its [`Settings`] before serving, the steps `serve` and
+//! `check` (which does the same without serving) share (ADR 0028).
+//!
+//! Every error here names the setting to change and the value it saw (never a URL or a key,
+//! which may hold secrets), with the cause the system gave first, on one line.
+
+use std::path::{Path, PathBuf};
+
+pub use courses_domain::{DatabaseSettingError, OpenedDatabase};
+
+pub use mcp_server::setup::open_database;
+
+use super::settings::Settings;
+use crate::http::guard::{RequestGuard, is_loopback_host};
+use crate::http::router::{Access, AppConfig};
+use crate::keys::api_key::ApiKey;
+use crate::keys::keyring::Keyring;
+use crate::keys::keys_file::KeysFileError;
+
+/// A setting that cannot be followed: the message says which, why, and what to change.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct SettingError(pub(crate) String);
+
+impl SettingError {
+    /// The message, as printed.
+    #[must_use]
+    pub fn message(&self) -> &str {
+        &self.0
+    }
+}
+
+/// `path` made absolute against the working directory (as given when that fails).
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_owned())
+}
+
+/// Listens on `host:port`.
+///
+/// # Errors
+/// [`SettingError`] naming `HOST` and `PORT`, when the address is in use, not this machine's, or
+/// not allowed.
+pub async fn bind(host: &str, port: u16) -> Result<tokio::net::TcpListener, SettingError> {
+    tokio::net::TcpListener::bind((host, port)).await.map_err(|error| {
+        let hint = if error.kind() == std::io::ErrorKind::AddrInUse {
+            "another process listens there: stop it, or choose another PORT"
+        } else {
+            "change HOST or PORT"
+        };
+        SettingError(format!("{error}: cannot listen on HOST={host} PORT={port}; {hint}"))
+    })
+}
+
+/// Reads `KEYS_FILE` (if set) into the keyring, with `API_KEY` (if any).
+///
+/// # Errors
+/// [`SettingError`] naming `KEYS_FILE`: missing (with the command that creates it), unreadable or
+/// malformed.
+pub fn load_keyring(api_key: Option<&ApiKey>, keys_file: Option<&Path>) -> Result<Keyring, SettingError> {
+    Keyring::load(api_key, keys_file).map_err(|error| {
+        let path = keys_file.map(absolute).unwrap_or_default();
+        match &error {
+            KeysFileError::Io { cause, .. } if cause.kind() == std::io::ErrorKind::NotFound => SettingError(format!(
+                "KEYS_FILE={} does not exist: create it, with its first key, by running \
+                 `mcp-cursos-backend keys create --name <name> --scope escrita` with the same KEYS_FILE",
+                path.display()
+            )),
+            _ => SettingError(format!("{error}: invalid KEYS_FILE={}", path.display())),
+        }
+    })
+}
+
+/// Reads `POLICY_FILE` (if set): the policy to start with, and the file to follow.
+///
+/// # Errors
+/// [`SettingError`] naming `POLICY_FILE`: missing, unreadable, or a line that is not a rule
+/// (with its number).
+pub fn load_policy(
+    policy_file: Option<&Path>,
+) -> Result<Option<(mcp_server::PolicyFile, mcp_server::Policy)>, SettingError> {
+    let Some(path) = policy_file else {
+        return Ok(None);
+    };
+    mcp_server::PolicyFile::load(path)
+        .map(Some)
+        .map_err(|error| SettingError(format!("{error}: invalid POLICY_FILE={}", absolute(path).display())))
+}
+
+/// The request guard of `ALLOWED_HOSTS` and `ALLOWED_ORIGINS`.
+///
+/// # Errors
+/// [`SettingError`] naming `ALLOWED_HOSTS` when an entry is not a host.
+pub fn request_guard(settings: &Settings) -> Result<RequestGuard, SettingError> {
+    Ok(RequestGuard::loopback()
+        .with_hosts(settings.allowed_hosts.iter().map(String::as_str))
+        .map_err(|error| SettingError(format!("{error}: invalid ALLOWED_HOSTS")))?
+        .with_origins(settings.allowed_origins.iter().map(String::as_str)))
+}
+
+/// The router's configuration: `access` and the `guard` of [`request_guard`], with the limits,
+/// session mode and metrics of `settings`. What the binary serves, and what the router's tests
+/// build, so a setting reaches the router the same way in both.
+#[must_use]
+pub fn app_config(settings: &Settings, access: Access, guard: RequestGuard) -> AppConfig {
+    AppConfig {
+        access,
+        rate_limit: settings.rate_limit,
+        guard,
+        session_mode: settings.session_mode,
+        session_idle_timeout: std::time::Duration::from_secs(settings.session_idle_timeout),
+        metrics: settings.metrics,
+        max_sessions_per_key: settings.max_sessions_per_key,
+    }
+}
+
+/// `NO_AUTH` only on a loopback `HOST`.
+///
+/// # Errors
+/// [`SettingError`] naming both.
+pub fn check_no_auth(settings: &Settings) -> Result<(), SettingError> {
+    if settings.no_auth && !is_loopback_host(&settings.host) {
+        return Err(SettingError(format!(
+            "NO_AUTH is only allowed on a loopback HOST (127.0.0.1, ::1 or localhost), not HOST={}",
+            settings.host
+        )));
+    }
+    Ok(())
+}

@@ -1,0 +1,144 @@
+//! [`start`]: the one way to turn an app's settings into a running [`ServerState`], used by both
+//! apps and by the tests, so that what a test drives is wired as the binaries wire it.
+//!
+//! ```text
+//! Setup { options, local_catalog, confirmation_secret, policy, reload_interval, .. }
+//!     └─ start(catalog, setup) ─▶ Running { state, followers }
+//! ```
+//!
+//! `start` builds the state ([`ServerState::with_live_update_limits`]), puts the caller's catalog,
+//! the confirmation secret and the operator's policy in place, starts rereading the policy file
+//! every `reload_interval` until the state shuts down, and follows the changes other processes
+//! commit to the same database ([`ServerState::follow_other_processes`]). Keep the [`Running`] alive
+//! as long as the server serves: it holds the followers.
+//!
+//! Logging stays with the apps: `start` logs nothing, so every line an app prints keeps its
+//! target (the app's); [`Running::policy_summary`] is what the apps log as
+//! "operator's policy loaded (POLICY_FILE)".
+
+use std::time::Duration;
+
+use courses_domain::{Catalog, CatalogName, ChangeFollower};
+
+use crate::confirmation::ConfirmationSecretTooShort;
+use crate::hub::LiveUpdateLimits;
+use crate::policy::{Policy, PolicyFile};
+use crate::state::{ServerOptions, ServerState};
+
+/// What an app chose for its server, from its settings. [`Setup::new`] gives the defaults.
+pub struct Setup {
+    /// The behaviour the app chose ([`ServerOptions`]).
+    pub options: ServerOptions,
+    /// The catalog of callers without HTTP (the stdio app's `--catalog`; default
+    /// [`CatalogName::default_catalog`]).
+    pub local_catalog: CatalogName,
+    /// `CONFIRMATION_SECRET`: seals archiving confirmations so that any replica given the same
+    /// secret accepts an answer (at least 32 bytes). `None`: a random secret per process.
+    pub confirmation_secret: Option<Vec<u8>>,
+    /// The operator's policy at start and the file to keep rereading (`POLICY_FILE`, as
+    /// [`PolicyFile::load`] read it). `None`: everything enabled, nothing reread.
+    pub policy: Option<(PolicyFile, Policy)>,
+    /// How often the policy file is reread (default
+    /// [`RELOAD_INTERVAL`](crate::reloaded_file::RELOAD_INTERVAL)).
+    pub reload_interval: Duration,
+    /// The bounds on live updates (default [`LiveUpdateLimits::default`]; tests use small ones).
+    pub live_update_limits: LiveUpdateLimits,
+    /// Follow the changes other processes commit to the same database (default true).
+    pub follow_other_processes: bool,
+}
+
+impl Setup {
+    /// `options`, with every other field at its default.
+    #[must_use]
+    pub fn new(options: ServerOptions) -> Self {
+        Self {
+            options,
+            local_catalog: CatalogName::default_catalog(),
+            confirmation_secret: None,
+            policy: None,
+            reload_interval: crate::reloaded_file::RELOAD_INTERVAL,
+            live_update_limits: LiveUpdateLimits::default(),
+            follow_other_processes: true,
+        }
+    }
+}
+
+impl std::fmt::Debug for Setup {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("Setup")
+            .field("options", &self.options)
+            .field("local_catalog", &self.local_catalog)
+            .field("confirmation_secret", &self.confirmation_secret.as_ref().map(|_| "<redacted>"))
+            .field("policy", &self.policy.as_ref().map(|(_, policy)| policy.summary()))
+            .field("reload_interval", &self.reload_interval)
+            .field("live_update_limits", &self.live_update_limits)
+            .field("follow_other_processes", &self.follow_other_processes)
+            .finish()
+    }
+}
+
+/// Why [`start`] could not build the server. Its text is what the operator sees; the cause
+/// follows as the error's source.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    /// The confirmation secret is shorter than 32 bytes.
+    #[error("invalid CONFIRMATION_SECRET (generate one with `openssl rand -hex 32`)")]
+    ConfirmationSecret(#[source] ConfirmationSecretTooShort),
+}
+
+/// A server state in service, and what must live as long as it does.
+#[must_use = "dropping it stops following the other processes' changes"]
+#[derive(Debug)]
+pub struct Running {
+    state: ServerState,
+    policy_summary: Option<String>,
+    /// Kept alive: dropping a follower stops it.
+    _followers: Option<ChangeFollower>,
+}
+
+impl Running {
+    /// The process-wide state every connection's [`CursosServer`](crate::CursosServer) is built over.
+    #[must_use]
+    pub fn state(&self) -> &ServerState {
+        &self.state
+    }
+
+    /// [`Policy::summary`] of the policy the server started with, when a policy file was given:
+    /// what the apps log as "operator's policy loaded (POLICY_FILE)".
+    #[must_use]
+    pub fn policy_summary(&self) -> Option<&str> {
+        self.policy_summary.as_deref()
+    }
+}
+
+/// Builds the server state `setup` describes over `catalog`, and starts what runs beside it:
+/// the policy file's rereading (until [`ServerState::shutdown_token`] is cancelled) and, with
+/// [`Setup::follow_other_processes`], the followers of other processes' changes.
+///
+/// # Errors
+/// [`SetupError::ConfirmationSecret`] when the secret is shorter than 32 bytes; nothing was
+/// started then.
+///
+/// # Panics
+/// Outside a Tokio runtime (the rereading and the followers run on it).
+pub fn start(catalog: Catalog, setup: Setup) -> Result<Running, SetupError> {
+    let state = ServerState::with_live_update_limits(catalog, setup.options, setup.live_update_limits)
+        .with_local_catalog(setup.local_catalog);
+    let state = match &setup.confirmation_secret {
+        Some(secret) => state.with_confirmation_secret(secret).map_err(SetupError::ConfirmationSecret)?,
+        None => state,
+    };
+    let (state, policy_summary) = match setup.policy {
+        Some((policy_file, policy)) => {
+            let summary = policy.summary();
+            let state = state.with_policy(policy);
+            policy_file.watch(&state, setup.reload_interval);
+            (state, Some(summary))
+        }
+        None => (state, None),
+    };
+    // Processes sharing the database (PostgreSQL replicas, apps on one SQLite file) hear of each other's changes.
+    let followers = if setup.follow_other_processes { state.follow_other_processes() } else { None };
+    Ok(Running { state, policy_summary, _followers: followers })
+}
