@@ -14,9 +14,9 @@ use rmcp::ErrorData as McpError;
 use rmcp::model::{CallToolResult, ContentBlock, Resource};
 use serde_json::json;
 
-use crate::caller::Caller;
-use crate::uris;
-use crate::wire::{CourseJson, quoted};
+use crate::access::caller::Caller;
+use crate::contract::uris;
+use crate::contract::wire::{CourseJson, quoted};
 
 pub(crate) const INTERNAL_TOOL_ERROR: &str =
     "Erro interno ao acessar o catálogo de cursos. Tente novamente em instantes.";

@@ -3,7 +3,7 @@
 //! | primitive | name | handler |
 //! |---|---|---|
 //! | tool | `criar_curso`, `atualizar_curso`, `arquivar_curso` | the `#[tool]` methods below |
-//! | tool (opt-in, read-only) | `listar_cursos`, `ler_curso` | the `#[tool]` methods below, hidden unless [`ServerOptions::resource_tools`](crate::ServerOptions) |
+//! | tool (opt-in, read-only) | `listar_cursos`, `ler_curso` | the `#[tool]` methods below, hidden unless [`ServerOptions::resource_tools`](crate::options::ServerOptions) |
 //! | MCP App (extension clients only, ADR 0039) | resource `ui://cursos/catalogo`, entry tool `ver_catalogo`, app-only tools `interface_buscar_cursos`, `interface_arquivar_curso` | the `#[tool]` methods below, [`ServerHandler::list_resources`], [`ServerHandler::read_resource`]; the view is [`crate::app`]'s |
 //! | prompt | `criar-curso` | the `#[prompt]` method below |
 //! | resource | `cursos://catalogo` (and its pages) | [`ServerHandler::list_resources`], [`ServerHandler::read_resource`] |
@@ -32,17 +32,20 @@ use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, prompt, prompt_router, tool, tool_router};
 use serde_json::json;
 
-use crate::caller::{Caller, Scope};
-use crate::confirmation::{self, Confirmation};
-use crate::hub::{self, DrainEnd, Refusal};
-use crate::state::ServerState;
-use crate::uris::{self, ResourceUri};
-use crate::wire::{
+use crate::access::caller::{Caller, Scope};
+use crate::access::confirmation::{self, Confirmation};
+use crate::access::evidence;
+use crate::contract::prompt as prompts;
+use crate::contract::uris::{self, ResourceUri};
+use crate::contract::wire::{
     ArchiveCourseArguments, ArchiveQuestionJson, CatalogPageJson, CourseJson, CreateCourseArguments,
     CreateCoursePromptArguments, HistoryPageJson, InterfaceArchiveArguments, ListCoursesArguments, ReadCourseArguments,
     SearchCoursesArguments, SearchResultJson, UpdateCourseArguments, ViewCatalogArguments,
 };
-use crate::{app, arguments, evidence, outcomes, prompts, wire};
+use crate::contract::{arguments, wire};
+use crate::live::hub::{self, DrainEnd, Refusal};
+use crate::state::ServerState;
+use crate::{app, outcomes};
 
 /// How many courses the app's search shows: as many as a completion offers.
 const SEARCH_RESULTS: usize = 20;
@@ -990,7 +993,7 @@ fn live_update_refusal(refusal: Refusal, method: &str) -> McpError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy;
+    use crate::access::policy;
 
     #[test]
     fn the_policy_knows_exactly_the_registered_tools_and_which_of_them_write() {

@@ -20,10 +20,12 @@ use std::time::Duration;
 
 use courses_domain::{Catalog, CatalogName, ChangeFollower};
 
-use crate::confirmation::ConfirmationSecretTooShort;
-use crate::hub::LiveUpdateLimits;
-use crate::policy::{Policy, PolicyFile};
-use crate::state::{ServerOptions, ServerState};
+use crate::access::confirmation::ConfirmationSecretTooShort;
+use crate::access::policy::Policy;
+use crate::live::hub::LiveUpdateLimits;
+use crate::options::ServerOptions;
+use crate::policy_file::PolicyFile;
+use crate::state::ServerState;
 
 /// What an app chose for its server, from its settings. [`Setup::new`] gives the defaults.
 pub struct Setup {

@@ -8,7 +8,7 @@ use rmcp::ErrorData as McpError;
 use rmcp::model::PromptArgument;
 use serde_json::Value;
 
-use crate::wire::{CreateCoursePromptArguments, quoted};
+use crate::contract::wire::{CreateCoursePromptArguments, quoted};
 
 /// The prompt's name.
 pub(crate) const CREATE_COURSE: &str = "criar-curso";

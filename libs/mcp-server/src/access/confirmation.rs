@@ -29,7 +29,8 @@ use rmcp::service::{ElicitationError, ElicitationMode, RequestContext};
 use rmcp::{RoleServer, schemars};
 use serde::Deserialize;
 
-use crate::state::{ServerOptions, UnconfirmedArchive};
+use crate::contract::ui;
+use crate::options::{ServerOptions, UnconfirmedArchive};
 
 /// How long a 2025-era client has to answer the confirmation before the archiving is dropped.
 pub(crate) const ANSWER_TIMEOUT: Duration = Duration::from_secs(300);
@@ -143,7 +144,7 @@ pub(crate) enum Confirmation {
 fn question(course: &Course) -> String {
     format!(
         "Arquivar o curso {} ({})? Ele sai do catálogo e não poderá ser alterado nem desarquivado.",
-        crate::wire::quoted(course.title().as_str()),
+        crate::contract::wire::quoted(course.title().as_str()),
         course.id()
     )
 }
@@ -151,7 +152,7 @@ fn question(course: &Course) -> String {
 fn not_confirmed(course: &Course) -> Confirmation {
     Confirmation::Refused(format!(
         "O usuário não confirmou o arquivamento do curso {}; nada foi alterado.",
-        crate::wire::quoted(course.title().as_str())
+        crate::contract::wire::quoted(course.title().as_str())
     ))
 }
 
@@ -222,7 +223,7 @@ pub(crate) async fn confirm_archive(
             tracing::warn!(%error, "the archiving confirmation failed");
             Confirmation::Refused(format!(
                 "Não foi possível obter a confirmação do usuário para arquivar o curso {}; nada foi alterado.",
-                crate::wire::quoted(course.title().as_str())
+                crate::contract::wire::quoted(course.title().as_str())
             ))
         }
     }
@@ -280,7 +281,7 @@ fn ask_modern(seal: &ConfirmationSeal, caller: &str, course: &Course) -> Option<
 /// the tool's, and the sealed state the app sends back with the answer. `None` when no question
 /// can be sealed (no secret): the app then cannot archive (fail closed).
 pub(crate) fn interface_question(seal: &ConfirmationSeal, caller: &str, course: &Course) -> Option<(String, String)> {
-    Some((question(course), seal.seal(crate::app::ARCHIVE_TOOL, caller, course)?))
+    Some((question(course), seal.seal(ui::ARCHIVE_TOOL, caller, course)?))
 }
 
 /// The user's answer to a question the app showed (ADR 0039). It counts only with the state this
@@ -293,17 +294,17 @@ pub(crate) fn interface_answer(
     state: &str,
     confirmed: bool,
 ) -> Confirmation {
-    let Some(version) = seal.open(crate::app::ARCHIVE_TOOL, caller, course, state) else {
+    let Some(version) = seal.open(ui::ARCHIVE_TOOL, caller, course, state) else {
         tracing::info!(course = %course.id(), "an archiving answer from the app without a valid question was refused");
         return Confirmation::Refused(format!(
             "A confirmação não responde a uma pergunta deste servidor sobre o curso {} (ou a pergunta expirou);              nada foi alterado. Peça a pergunta de novo.",
-            crate::wire::quoted(course.title().as_str())
+            crate::contract::wire::quoted(course.title().as_str())
         ));
     };
     if !confirmed {
         return not_confirmed(course);
     }
-    let answer = serde_json::json!({"interface": crate::app::APP_URI, "confirmar": true});
+    let answer = serde_json::json!({"interface": ui::APP_URI, "confirmar": true});
     Confirmation::Confirmed {
         version,
         receipt: ApprovalReceipt::asked(question(course), version, answer.to_string(), OffsetDateTime::now_utc()),
@@ -319,7 +320,7 @@ fn cannot_confirm(options: &ServerOptions, course: &Course) -> Confirmation {
             "Arquivar o curso {} exige a confirmação do usuário, e este cliente não oferece confirmação \
              (elicitation); nada foi alterado. Peça ao usuário que arquive por um cliente com confirmação, ou o \
              administrador do servidor pode permitir com UNCONFIRMED_ARCHIVE=allow.",
-            crate::wire::quoted(course.title().as_str())
+            crate::contract::wire::quoted(course.title().as_str())
         )),
     }
 }
@@ -347,7 +348,7 @@ mod tests {
         assert_eq!(seal.open(ARCHIVE_TOOL, "ana", &rust, &state), Some(rust.version()));
         assert_eq!(seal.open(ARCHIVE_TOOL, "bruno", &rust, &state), None, "another caller");
         assert_eq!(seal.open(ARCHIVE_TOOL, "ana", &course("Go"), &state), None, "another course");
-        assert_eq!(seal.open(crate::app::ARCHIVE_TOOL, "ana", &rust, &state), None, "the app's path");
+        assert_eq!(seal.open(ui::ARCHIVE_TOOL, "ana", &rust, &state), None, "the app's path");
         assert_eq!(
             ConfirmationSeal::random().open(ARCHIVE_TOOL, "ana", &rust, &state),
             None,

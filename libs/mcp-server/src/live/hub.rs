@@ -38,9 +38,9 @@ use rmcp::{Peer, RoleServer};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use crate::caller::Caller;
-use crate::policy::ListsChanged;
-use crate::uris;
+use crate::access::caller::Caller;
+use crate::access::policy::ListsChanged;
+use crate::contract::uris;
 
 /// The bounds on live updates (ADR 0022). The defaults are the contract's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -725,7 +725,7 @@ mod tests {
         let watched = [uris::course(id), uris::CATALOG.to_owned()];
         let listen = |name: &str, catalog: &CatalogName| {
             hub.stream_accepted();
-            let caller = Caller::new(name, crate::Scope::Read).in_catalog(catalog.clone());
+            let caller = Caller::new(name, crate::access::caller::Scope::Read).in_catalog(catalog.clone());
             hub.admit_stream(&caller, &watched, true).expect("admitted")
         };
         let (of_azul, of_verde) = (listen("chave-azul", &azul), listen("chave-verde", &verde));
@@ -746,17 +746,18 @@ mod tests {
         let verde = CatalogName::parse("verde").expect("name");
         let listen = |name: &str, catalog: &CatalogName| {
             hub.stream_accepted();
-            let caller = Caller::new(name, crate::Scope::Read).in_catalog(catalog.clone());
+            let caller = Caller::new(name, crate::access::caller::Scope::Read).in_catalog(catalog.clone());
             hub.admit_stream(&caller, &[], false).expect("admitted")
         };
         let (of_azul, of_verde) = (listen("chave-azul", &azul), listen("chave-verde", &verde));
-        let before = crate::Policy::default();
-        let after = crate::Policy::parse("catalogo azul desativar ferramenta criar_curso").expect("valid");
+        let before = crate::access::policy::Policy::default();
+        let after =
+            crate::access::policy::Policy::parse("catalogo azul desativar ferramenta criar_curso").expect("valid");
         hub.announce_lists(|catalog| before.lists_changed_for(&after, catalog.as_str()));
         let batch = of_azul.mailbox().take().expect("azul's tools changed");
         assert_eq!(batch.lists, ListsChanged { tools: true, prompts: false });
         assert!(of_verde.mailbox().take().is_none(), "verde's lists did not change: no notice");
-        let global = crate::Policy::parse("desativar prompt criar-curso").expect("valid");
+        let global = crate::access::policy::Policy::parse("desativar prompt criar-curso").expect("valid");
         hub.announce_lists(|catalog| after.lists_changed_for(&global, catalog.as_str()));
         assert_eq!(of_azul.mailbox().take().expect("azul").lists, ListsChanged { tools: true, prompts: true });
         assert_eq!(of_verde.mailbox().take().expect("verde").lists, ListsChanged { tools: false, prompts: true });
