@@ -14,7 +14,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use courses_domain::{ApprovalReceipt, ArchiveCourseError, Course, GetCourseError, PageCursor, PageSize, Provenance};
+use courses_domain::{ApprovalReceipt, Course, PageCursor, PageSize, Provenance};
 use rmcp::handler::server::common::{schema_for_input, schema_for_output};
 use rmcp::handler::server::router::prompt::PromptRouter;
 use rmcp::handler::server::router::tool::ToolRouter;
@@ -23,7 +23,7 @@ use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
     Annotations, CacheScope, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult, CompletionInfo,
     GetPromptResult, Icon, Implementation, JsonObject, ListPromptsResult, ListResourceTemplatesResult,
-    ListResourcesResult, ListToolsResult, PaginatedRequestParams, PromptMessage, ProtocolVersion,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, PromptArgument, PromptMessage, ProtocolVersion,
     ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Reference, Resource, ResourceContents,
     ResourceTemplate, Role, ServerCapabilities, ServerConfig, SubscribeRequestParams, SubscriptionFilter,
     UnsubscribeRequestParams,
@@ -32,15 +32,16 @@ use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, prompt, prompt_router, tool, tool_router};
 use serde_json::json;
 
+use crate::access::archive::{self, AskedBy};
 use crate::access::caller::{Caller, Scope};
-use crate::access::confirmation::{self, Confirmation};
-use crate::access::evidence;
+use crate::access::confirmation;
+use crate::access::{evidence, refusals};
 use crate::contract::prompt as prompts;
 use crate::contract::uris::{self, ResourceUri};
 use crate::contract::wire::{
-    ArchiveCourseArguments, ArchiveQuestionJson, CatalogPageJson, CourseJson, CreateCourseArguments,
-    CreateCoursePromptArguments, HistoryPageJson, InterfaceArchiveArguments, ListCoursesArguments, ReadCourseArguments,
-    SearchCoursesArguments, SearchResultJson, UpdateCourseArguments, ViewCatalogArguments,
+    ArchiveCourseArguments, CatalogPageJson, CourseJson, CreateCourseArguments, CreateCoursePromptArguments,
+    HistoryPageJson, InterfaceArchiveArguments, ListCoursesArguments, ReadCourseArguments, SearchCoursesArguments,
+    SearchResultJson, UpdateCourseArguments, ViewCatalogArguments,
 };
 use crate::contract::{arguments, wire};
 use crate::live::hub::{self, DrainEnd, Refusal};
@@ -235,7 +236,7 @@ impl CursosServer {
         listed.retain(|prompt| policy.allows_prompt(&prompt.name));
         for prompt in &mut listed {
             if prompt.name == prompts::CREATE_COURSE {
-                prompt.meta = Some(prompts::content_version_meta());
+                prompt.meta = Some(content_version_meta());
             }
         }
         listed
@@ -317,50 +318,16 @@ impl CursosServer {
         RequestState(request_state): RequestState,
         context: RequestContext<RoleServer>,
     ) -> CallToolResponse {
-        let (id, expected_version) = match arguments::archive_course(&raw_arguments) {
+        let request = match arguments::archive_course(&raw_arguments) {
             Ok(request) => request,
             Err(errors) => return outcomes::refused(&errors.message()).into(),
         };
-        // Refusals and no-ops need no confirmation: only a real archiving is asked about.
-        let catalog = self.catalog_of(&context);
-        let course = match catalog.get(id).await {
-            Ok(course) => course,
-            Err(GetCourseError::NotFound { id }) => {
-                return outcomes::archived(Err(ArchiveCourseError::NotFound { id })).into();
-            }
-            Err(GetCourseError::Store(error)) => return outcomes::archived(Err(error.into())).into(),
-        };
-        let stale = expected_version.is_some_and(|expected| expected != course.version());
-        if course.is_archived() || stale {
-            // A no-op or a refusal: nothing is written, so no evidence is computed.
-            let provenance = Provenance::new(self.caller_of(&context).name(), "arquivar_curso", "");
-            return outcomes::archived(catalog.archive_if(id, expected_version, provenance).await).into();
-        }
-        let caller = self.caller_of(&context);
         let answer = confirmation::Answer { responses, request_state };
-        let shown_version = match confirmation::confirm_archive(
-            &self.state.options,
-            &self.state.confirmations,
-            caller.name(),
-            &course,
-            answer,
-            &context,
-        )
-        .await
-        {
-            Confirmation::Confirmed { version, receipt } => (version, receipt),
-            Confirmation::Ask(input_required) => return input_required.into(),
-            Confirmation::Refused(message) => return outcomes::refused(&message).into(),
-        };
-        let (shown_version, receipt) = shown_version;
-        let provenance = self.provenance(&context, "arquivar_curso", &raw_arguments, Some(receipt));
-        // Only the version the user was shown is archived: a change since refuses.
-        let outcome = catalog.archive_if(id, Some(shown_version), provenance).await;
-        if let Err(ArchiveCourseError::StaleVersion { .. }) = outcome {
-            let current = catalog.get(id).await.ok();
-            return outcomes::changed_since_confirmation(&course, current.as_ref()).into();
-        }
-        outcomes::archived(outcome).into()
+        let asked_by = AskedBy::Client { options: &self.state.options, answer, context: &context };
+        let caller = self.caller_of(&context);
+        let provenance = |tool, receipt| self.provenance(&context, tool, &raw_arguments, Some(receipt));
+        archive::archive(&self.catalog_of(&context), &caller, &self.state.confirmations, request, asked_by, provenance)
+            .await
     }
 
     /// Lista os cursos ativos, mais antigos primeiro, até 100 por página: o mesmo JSON do recurso cursos://catalogo.
@@ -459,59 +426,39 @@ impl CursosServer {
         &self,
         raw_arguments: JsonObject,
         context: RequestContext<RoleServer>,
-    ) -> CallToolResult {
+    ) -> CallToolResponse {
         let request = match arguments::interface_archive(&raw_arguments) {
             Ok(request) => request,
-            Err(errors) => return outcomes::refused(&errors.message()),
+            Err(errors) => return outcomes::refused(&errors.message()).into(),
         };
-        let catalog = self.catalog_of(&context);
-        let course = match catalog.get(request.id).await {
-            Ok(course) => course,
-            Err(GetCourseError::NotFound { id }) => {
-                return outcomes::archived(Err(ArchiveCourseError::NotFound { id }));
-            }
-            Err(GetCourseError::Store(error)) => return outcomes::archived(Err(error.into())),
-        };
+        let asked_by = AskedBy::App { answer: request.answer };
         let caller = self.caller_of(&context);
-        let stale = request.expected_version.is_some_and(|expected| expected != course.version());
-        if course.is_archived() || stale {
-            // A no-op or a refusal, exactly as arquivar_curso answers it: nothing is asked nor written.
-            let provenance = Provenance::new(caller.name(), app::ARCHIVE_TOOL, "");
-            return outcomes::archived(catalog.archive_if(request.id, request.expected_version, provenance).await);
-        }
-        let Some((state, confirmed)) = request.answer else {
-            return match confirmation::interface_question(&self.state.confirmations, caller.name(), &course) {
-                Some((pergunta, estado_pergunta)) => {
-                    let question =
-                        ArchiveQuestionJson { pergunta, estado_pergunta, curso: CourseJson::from_course(&course) };
-                    match serde_json::to_string(&question) {
-                        Ok(json) => outcomes::read_only(&json),
-                        Err(error) => outcomes::internal_tool_error(&error),
-                    }
-                }
-                None => outcomes::refused(outcomes::INTERNAL_TOOL_ERROR),
-            };
-        };
-        let (shown_version, receipt) = match confirmation::interface_answer(
-            &self.state.confirmations,
-            caller.name(),
-            &course,
-            &state,
-            confirmed,
-        ) {
-            Confirmation::Confirmed { version, receipt } => (version, receipt),
-            Confirmation::Refused(message) => return outcomes::refused(&message),
-            Confirmation::Ask(_) => return outcomes::refused(outcomes::INTERNAL_TOOL_ERROR),
-        };
-        let provenance = self.provenance(&context, app::ARCHIVE_TOOL, &raw_arguments, Some(receipt));
-        // Only the version the user was shown is archived: a change since refuses.
-        let outcome = catalog.archive_if(request.id, Some(shown_version), provenance).await;
-        if let Err(ArchiveCourseError::StaleVersion { .. }) = outcome {
-            let current = catalog.get(request.id).await.ok();
-            return outcomes::changed_since_confirmation(&course, current.as_ref());
-        }
-        outcomes::archived(outcome)
+        let provenance = |tool, receipt| self.provenance(&context, tool, &raw_arguments, Some(receipt));
+        let request = (request.id, request.expected_version);
+        archive::archive(&self.catalog_of(&context), &caller, &self.state.confirmations, request, asked_by, provenance)
+            .await
     }
+}
+
+/// The `_meta` that carries the prompt's [content version](prompts::content_version).
+fn content_version_meta() -> rmcp::model::MetaObject {
+    let mut meta = rmcp::model::MetaObject::new();
+    meta.0.insert(prompts::CONTENT_VERSION_KEY.to_owned(), serde_json::Value::from(prompts::content_version()));
+    meta
+}
+
+/// The arguments `prompts/list` shows for `criar-curso`.
+fn create_course_arguments() -> Option<Vec<PromptArgument>> {
+    Some(vec![
+        PromptArgument::new("titulo")
+            .with_title("Título")
+            .with_description("Título do curso a cadastrar.")
+            .with_required(true),
+        PromptArgument::new("cargaHoraria")
+            .with_title("Carga horária")
+            .with_description("Carga horária desejada, em horas inteiras (1 a 1000).")
+            .with_required(true),
+    ])
 }
 
 #[prompt_router]
@@ -521,17 +468,17 @@ impl CursosServer {
     #[prompt(
         name = "criar-curso",
         title = "Cadastrar um curso",
-        arguments = prompts::create_course_arguments(),
+        arguments = create_course_arguments(),
         icons = icons()
     )]
     async fn create_course_prompt(
         &self,
         Parameters(arguments): Parameters<CreateCoursePromptArguments>,
     ) -> Result<GetPromptResult, McpError> {
-        let text = prompts::create_course(&arguments)?;
+        let text = prompts::create_course(&arguments).map_err(outcomes::prompt_refused)?;
         let mut result = GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)])
             .with_description("Cadastro guiado de um curso no catálogo");
-        result.meta = Some(prompts::content_version_meta());
+        result.meta = Some(content_version_meta());
         Ok(result)
     }
 }
@@ -631,11 +578,11 @@ impl ServerHandler for CursosServer {
                 return Err(outcomes::unknown_tool(&request.name, self.state.options.resource_tools));
             }
             if !caller.scope().can_write() && is_writing(tool) {
-                return Err(outcomes::scope_refused(&request.name, &caller));
+                return Err(refusals::scope_refused(&request.name, &caller));
             }
             let policy = self.state.policy().for_catalog(caller.catalog().as_str());
             if !policy.allows_tool(&request.name) {
-                return Err(outcomes::tool_disabled(&request.name, policy.is_read_only()));
+                return Err(refusals::tool_disabled(&request.name, policy.is_read_only()));
             }
             let tool_context = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
             self.routers.tools.call(tool_context).await
@@ -724,7 +671,7 @@ impl ServerHandler for CursosServer {
         // request, so a large one here would be moved on every request, reads included.
         Box::pin(async move {
             if !self.state.policy().allows_prompt(self.caller_of(&context).catalog().as_str(), &request.name) {
-                return Err(outcomes::prompt_disabled(&request.name));
+                return Err(refusals::prompt_disabled(&request.name));
             }
             let prompt_context =
                 rmcp::handler::server::prompt::PromptContext::new(self, request.name, request.arguments, context);

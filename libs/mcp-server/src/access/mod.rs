@@ -3,7 +3,9 @@
 //! user's confirmation of an archiving and the archiving itself, and the evidence every write
 //! records. Below the live updates and the handler: nothing here imports them.
 
+pub(crate) mod archive;
 pub(crate) mod caller;
 pub(crate) mod confirmation;
 pub(crate) mod evidence;
 pub(crate) mod policy;
+pub(crate) mod refusals;

@@ -1,7 +1,7 @@
 //! The contract on the wire, with no protocol machinery: the JSON shapes and their Portuguese
 //! names, the readers of tool arguments, the resource URIs, the export format, the prompt's text
-//! and the app's names. **Nothing here names rmcp**: the handler (`crate::server`) and the
-//! outcomes (`crate::outcomes`) turn these into MCP messages.
+//! and the app's names. **Nothing here knows the MCP SDK**: the handler (`crate::server`) and
+//! the outcomes (`crate::outcomes`) turn these into MCP messages.
 
 pub(crate) mod arguments;
 pub(crate) mod course_text;
@@ -11,5 +11,5 @@ pub(crate) mod ui;
 pub mod uris;
 pub mod wire;
 
-/// A JSON object, as tool arguments and schemas are (the same type as rmcp's `JsonObject`).
+/// A JSON object, as tool arguments and schemas are (the very type the SDK calls `JsonObject`).
 pub(crate) type JsonObject = serde_json::Map<String, serde_json::Value>;
