@@ -29,10 +29,12 @@ mod live;
 mod options;
 mod outcomes;
 mod policy_file;
+mod reads;
 pub mod reloaded_file;
 mod server;
 pub mod setup;
 mod state;
+mod surface;
 
 pub use contract::{portable, uris, wire};
 
@@ -49,6 +51,7 @@ pub use access::policy::{Policy, PolicyError};
 pub use live::hub::{HubCounts, LiveUpdateLimits, SessionCloser};
 pub use options::{ServerOptions, UnconfirmedArchive};
 pub use policy_file::{PolicyFile, PolicyFileError, PolicyReload};
-pub use server::{CursosServer, INSTRUCTIONS};
+pub use server::CursosServer;
 pub use setup::{Running, Setup, SetupError};
 pub use state::ServerState;
+pub use surface::INSTRUCTIONS;
