@@ -27,10 +27,6 @@ async fn catalog_page_json(catalog: &Catalog, after: Option<PageCursor>) -> Resu
 }
 
 /// The JSON text `resources/read` of `uri` answers (a course, a catalog page or a history page).
-///
-/// # Errors
-/// Resource-not-found for a URI this server does not have or a course it does not hold; an
-/// internal error when the store fails.
 pub(crate) async fn resource_json(
     catalog: &Catalog,
     course_texts: &CourseTexts,
@@ -56,9 +52,6 @@ pub(crate) async fn resource_json(
 /// One page of `resources/list` after the client's `cursor`: the static resources first (on the
 /// first page; the app's to a client that `renders_apps`), then the active courses; and the next
 /// page's cursor.
-///
-/// # Errors
-/// -32602 for a cursor this server did not give; an internal error when the store fails.
 pub(crate) async fn resources_page(
     catalog: &Catalog,
     cursor: Option<String>,
@@ -82,9 +75,6 @@ pub(crate) async fn resources_page(
 /// The completion of `argument` (its `name` and what was `typed`) of `reference`: course ids by
 /// title for `uuid` of the course and history templates, common workloads for `cargaHoraria` of
 /// `criar-curso` (unless `policy` disabled the prompt), nothing for anything else.
-///
-/// # Errors
-/// An internal error when the store fails.
 pub(crate) async fn completion(
     catalog: &Catalog,
     policy: &CatalogPolicy,

@@ -10,6 +10,10 @@
 //! | resource template | `cursos://{uuid}`, `cursos://{uuid}/historico` (and its pages) | [`ServerHandler::list_resource_templates`], [`ServerHandler::read_resource`] |
 //! | completion | `uuid` of `cursos://{uuid}`, `cargaHoraria` of `criar-curso` | [`ServerHandler::complete`] |
 //! | live updates | `resources/subscribe` (2025 era), `subscriptions/listen` (2026-07-28) | [`ServerHandler::subscribe`], [`ServerHandler::listen`] |
+//!
+//! Each handler delegates: reads to `crate::reads`, archiving to `crate::access::archive`, live updates to the
+//! hub (`crate::live`). The larger ones are boxed: rmcp keeps every handler's future inline in the one future
+//! it spawns for each request, so a large one would be moved on every request, reads included.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -182,6 +186,16 @@ impl CursosServer {
 /// True when the tool changes state: anything not annotated read-only counts as writing.
 fn is_writing(tool: &rmcp::model::Tool) -> bool {
     tool.annotations.as_ref().and_then(|annotations| annotations.read_only_hint) != Some(true)
+}
+
+/// On 2026-07-28, how long (ms) a client may reuse `result`, and whether it may share it.
+macro_rules! cache_hint {
+    ($result:ident, $context:expr, $ttl_ms:expr, $scope:ident) => {
+        if is_modern($context) {
+            $result.ttl_ms = Some($ttl_ms);
+            $result.cache_scope = Some(CacheScope::$scope);
+        }
+    };
 }
 
 fn is_modern(context: &RequestContext<RoleServer>) -> bool {
@@ -381,8 +395,7 @@ impl ServerHandler for CursosServer {
         request: rmcp::model::CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::CallToolResponse, McpError> {
-        // Boxed: rmcp keeps every handler's future inline in the one future it spawns for each
-        // request, so a large one here would be moved on every request, reads included.
+        // Boxed: see the module docs.
         Box::pin(async move {
             let caller = self.caller_of(&context);
             let Some(tool) = self.routers.tools.get(&request.name) else {
@@ -412,11 +425,8 @@ impl ServerHandler for CursosServer {
     ) -> Result<ListToolsResult, McpError> {
         let offered = self.offered_tools(&self.caller_of(&context), app::declared_by(&context));
         let mut result = ListToolsResult::with_all_items(offered);
-        if is_modern(&context) {
-            // The listing depends on the caller's key: never shared between callers.
-            result.ttl_ms = Some(surface::STATIC_LIST_TTL_MS);
-            result.cache_scope = Some(CacheScope::Private);
-        }
+        // The listing depends on the caller's key: never shared between callers.
+        cache_hint!(result, &context, surface::STATIC_LIST_TTL_MS, Private);
         Ok(result)
     }
 
@@ -429,20 +439,16 @@ impl ServerHandler for CursosServer {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
-        // Boxed: rmcp keeps every handler's future inline in the one future it spawns for each
-        // request, so a large one here would be moved on every request, reads included.
+        // Boxed: see the module docs.
         Box::pin(async move {
             let cursor = request.and_then(|request| request.cursor);
             let (resources, next_cursor) =
                 reads::resources_page(&self.catalog_of(&context), cursor, app::declared_by(&context)).await?;
             let mut result = ListResourcesResult::with_all_items(resources);
             result.next_cursor = next_cursor;
-            if is_modern(&context) {
-                // The catalog changes whenever a tool runs: always revalidate (subscribe to hear of changes).
-                // Private: the answer is the caller's catalog's (ADR 0035), never to be shared.
-                result.ttl_ms = Some(0);
-                result.cache_scope = Some(CacheScope::Private);
-            }
+            // The catalog changes whenever a tool runs: always revalidate (subscribe to hear of changes).
+            // Private: the answer is the caller's catalog's (ADR 0035), never to be shared.
+            cache_hint!(result, &context, 0, Private);
             Ok(result)
         })
         .await
@@ -454,10 +460,7 @@ impl ServerHandler for CursosServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
         let mut result = ListResourceTemplatesResult::with_all_items(surface::resource_templates());
-        if is_modern(&context) {
-            result.ttl_ms = Some(surface::STATIC_LIST_TTL_MS);
-            result.cache_scope = Some(CacheScope::Public);
-        }
+        cache_hint!(result, &context, surface::STATIC_LIST_TTL_MS, Public);
         Ok(result)
     }
 
@@ -466,8 +469,7 @@ impl ServerHandler for CursosServer {
         request: rmcp::model::GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetPromptResponse, McpError> {
-        // Boxed: rmcp keeps every handler's future inline in the one future it spawns for each
-        // request, so a large one here would be moved on every request, reads included.
+        // Boxed: see the module docs.
         Box::pin(async move {
             if !self.state.policy().allows_prompt(self.caller_of(&context).catalog().as_str(), &request.name) {
                 return Err(refusals::prompt_disabled(&request.name));
@@ -485,11 +487,8 @@ impl ServerHandler for CursosServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
         let mut result = ListPromptsResult::with_all_items(self.offered_prompts(&self.caller_of(&context)));
-        if is_modern(&context) {
-            result.ttl_ms = Some(surface::STATIC_LIST_TTL_MS);
-            // The listing depends on the policy of the caller's catalog.
-            result.cache_scope = Some(CacheScope::Private);
-        }
+        // The listing depends on the policy of the caller's catalog.
+        cache_hint!(result, &context, surface::STATIC_LIST_TTL_MS, Private);
         Ok(result)
     }
 
@@ -505,20 +504,14 @@ impl ServerHandler for CursosServer {
                 return Err(outcomes::resource_not_found(&uri));
             }
             let mut result = ReadResourceResult::new(vec![app::app_contents()]);
-            if is_modern(&context) {
-                // The view changes only with the server's version; the catalog it shows is read live.
-                result.ttl_ms = Some(surface::STATIC_LIST_TTL_MS);
-                result.cache_scope = Some(CacheScope::Public);
-            }
+            // The view changes only with the server's version; the catalog it shows is read live.
+            cache_hint!(result, &context, surface::STATIC_LIST_TTL_MS, Public);
             return Ok(result.into());
         }
         let json = reads::resource_json(&self.catalog_of(&context), &self.state.course_texts, &uri).await?;
         let mut result = ReadResourceResult::new(vec![ResourceContents::text(json, uri).with_mime_type(surface::JSON)]);
-        if is_modern(&context) {
-            // Private: the same URI reads differently, or not at all, in another catalog (ADR 0035).
-            result.ttl_ms = Some(0);
-            result.cache_scope = Some(CacheScope::Private);
-        }
+        // Private: the same URI reads differently, or not at all, in another catalog (ADR 0035).
+        cache_hint!(result, &context, 0, Private);
         Ok(result.into())
     }
 
@@ -527,8 +520,7 @@ impl ServerHandler for CursosServer {
         request: CompleteRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, McpError> {
-        // Boxed: rmcp keeps every handler's future inline in the one future it spawns for each
-        // request, so a large one here would be moved on every request, reads included.
+        // Boxed: see the module docs.
         Box::pin(async move {
             let policy = self.state.policy().for_catalog(self.caller_of(&context).catalog().as_str());
             let argument = (request.argument.name.as_str(), request.argument.value.as_str());
@@ -544,8 +536,7 @@ impl ServerHandler for CursosServer {
         request: SubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        // Boxed: rmcp keeps every handler's future inline in the one future it spawns for each
-        // request, so a large one here would be moved on every request, reads included.
+        // Boxed: see the module docs.
         Box::pin(async move {
             let caller = self.caller_of(&context);
             let http_session = http_session_in(&context.extensions);
@@ -569,8 +560,7 @@ impl ServerHandler for CursosServer {
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
-        // Boxed: rmcp keeps every handler's future inline in the one future it spawns for each
-        // request, so a large one here would be moved on every request, reads included.
+        // Boxed: see the module docs.
         Box::pin(async move {
             let caller = caller_in(&context.request_context().extensions, &self.state.local_catalog);
             self.state.hub.listen(&context, &caller, &self.state.shutdown).await

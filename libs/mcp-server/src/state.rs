@@ -135,7 +135,7 @@ impl ServerState {
     /// active courses or a title changed. Call it from the runtime (it spawns the deliveries).
     /// Only the listeners of `catalog` hear of it (ADR 0035).
     pub fn announce_remote_change(&self, catalog: &CatalogName, id: courses_domain::CourseId, list_changed: bool) {
-        crate::live::hub::announce_remote(&self.hub, catalog, id, list_changed);
+        self.hub.announce(catalog, id, list_changed);
     }
 
     /// Follows the changes other processes commit to the same database (replicas on PostgreSQL,

@@ -149,6 +149,12 @@ fn question(course: &Course) -> String {
     )
 }
 
+/// Go ahead with `version` of `course`: the receipt records the [`question`], the `answer` and when it came.
+fn go_ahead(course: &Course, version: u64, answer: &serde_json::Value) -> Confirmation {
+    let receipt = ApprovalReceipt::asked(question(course), version, answer.to_string(), OffsetDateTime::now_utc());
+    Confirmation::Confirmed { version, receipt }
+}
+
 fn not_confirmed(course: &Course) -> Confirmation {
     Confirmation::Refused(format!(
         "O usuário não confirmou o arquivamento do curso {}; nada foi alterado.",
@@ -205,16 +211,7 @@ pub(crate) async fn confirm_archive(
     }
     match context.peer.elicit_with_timeout::<ArchiveConfirmation>(question(course), Some(ANSWER_TIMEOUT)).await {
         Ok(Some(ArchiveConfirmation { confirmar: true })) => {
-            let answer = serde_json::json!({"action": "accept", "content": {"confirmar": true}});
-            Confirmation::Confirmed {
-                version: course.version(),
-                receipt: ApprovalReceipt::asked(
-                    question(course),
-                    course.version(),
-                    answer.to_string(),
-                    OffsetDateTime::now_utc(),
-                ),
-            }
+            go_ahead(course, course.version(), &serde_json::json!({"action": "accept", "content": {"confirmar": true}}))
         }
         Ok(_) | Err(ElicitationError::UserDeclined | ElicitationError::UserCancelled | ElicitationError::NoContent) => {
             not_confirmed(course)
@@ -236,10 +233,7 @@ pub(crate) async fn confirm_archive(
 /// is the one shown.
 fn read_answer(response: &serde_json::Value, course: &Course, version: u64) -> Confirmation {
     match serde_json::from_value::<ElicitResult>(response.clone()) {
-        Ok(result) if accepted(&result) => Confirmation::Confirmed {
-            version,
-            receipt: ApprovalReceipt::asked(question(course), version, response.to_string(), OffsetDateTime::now_utc()),
-        },
+        Ok(result) if accepted(&result) => go_ahead(course, version, response),
         Ok(_) => not_confirmed(course),
         Err(_) => Confirmation::Refused(
             "A resposta de confirmação (inputResponses.confirmacao) não é uma resposta de elicitação válida; \
@@ -304,11 +298,7 @@ pub(crate) fn interface_answer(
     if !confirmed {
         return not_confirmed(course);
     }
-    let answer = serde_json::json!({"interface": ui::APP_URI, "confirmar": true});
-    Confirmation::Confirmed {
-        version,
-        receipt: ApprovalReceipt::asked(question(course), version, answer.to_string(), OffsetDateTime::now_utc()),
-    }
+    go_ahead(course, version, &serde_json::json!({"interface": ui::APP_URI, "confirmar": true}))
 }
 
 fn cannot_confirm(options: &ServerOptions, course: &Course) -> Confirmation {

@@ -20,9 +20,6 @@ impl SubscriptionHub {
     /// `resources/subscribe` from 2025-era session `session` of `caller`: refused on a transport
     /// without sessions (`legacy_subscriptions` off), for a URI this server does not have, and
     /// beyond a bound.
-    ///
-    /// # Errors
-    /// The protocol error naming the reason.
     pub(crate) fn resources_subscribe(
         self: &Arc<Self>,
         legacy_subscriptions: bool,
@@ -68,9 +65,6 @@ impl SubscriptionHub {
     /// A 2026-07-28 `subscriptions/listen` stream of `caller`, from its admission to its end: it
     /// ends with the request, when the process shuts down (`shutdown`), or when its client stops
     /// reading.
-    ///
-    /// # Errors
-    /// The protocol error naming the rule or bound a refused stream broke.
     pub(crate) async fn listen(
         self: &Arc<Self>,
         context: &SubscriptionContext,

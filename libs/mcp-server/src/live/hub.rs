@@ -565,7 +565,7 @@ impl SubscriptionHub {
     /// Fills the mailbox of every listener of `catalog` with what a change of course `id` means
     /// to it (`list_changed`: the listing changed too); listeners of other catalogs hear nothing
     /// of it (ADR 0035). Never awaits a client; drops the listeners that fell too far behind.
-    fn announce(&self, catalog: &CatalogName, id: CourseId, list_changed: bool) {
+    pub(crate) fn announce(&self, catalog: &CatalogName, id: CourseId, list_changed: bool) {
         let course_uri = uris::course(id);
         let max_behind = self.limits.max_changes_behind;
         let mut listeners = self.lock();
@@ -706,12 +706,6 @@ impl CatalogObserver for HubObserver {
     }
 }
 
-/// Tells this process's listeners of a change made elsewhere (another replica on the same
-/// database), known only by its catalog, the course's id and whether the listing changed.
-pub(crate) fn announce_remote(hub: &Arc<SubscriptionHub>, catalog: &CatalogName, id: CourseId, list_changed: bool) {
-    hub.announce(catalog, id, list_changed);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -734,7 +728,7 @@ mod tests {
         assert!(batch.list_changed);
         assert_eq!(batch.uris.len(), 2);
         assert!(of_verde.mailbox().take().is_none(), "verde hears nothing of azul's change, not even list_changed");
-        announce_remote(&hub, &verde, id, false);
+        hub.announce(&verde, id, false);
         assert!(of_azul.mailbox().take().is_none(), "nor azul of verde's");
         assert!(of_verde.mailbox().take().is_some());
     }
