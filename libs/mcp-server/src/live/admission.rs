@@ -13,7 +13,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::access::caller::Caller;
 use crate::contract::uris::ResourceUri;
-use crate::live::hub::{self, DrainEnd, Refusal, SubscriptionHub};
+use crate::live::hub::{Refusal, SubscriptionHub};
+use crate::live::mailbox::{self, DrainEnd};
 use crate::outcomes;
 
 impl SubscriptionHub {
@@ -87,7 +88,7 @@ impl SubscriptionHub {
         // A stream whose client stopped reading is ended too (ADR 0022): its final result tells
         // a client that reads again to listen again.
         let end = tokio::select! {
-            end = hub::drain(ticket.mailbox(), hub::Receiver::Stream(&sink), ticket.send_timeout()) => Some(end),
+            end = mailbox::drain(ticket.mailbox(), mailbox::Receiver::Stream(&sink), ticket.send_timeout()) => Some(end),
             () = ticket.mailbox().dropped() => Some(DrainEnd::Slow),
             () = context.cancelled() => None,
             () = shutdown.cancelled() => None,

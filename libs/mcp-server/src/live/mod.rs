@@ -3,3 +3,4 @@
 
 pub(crate) mod admission;
 pub(crate) mod hub;
+pub(crate) mod mailbox;
