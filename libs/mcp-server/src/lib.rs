@@ -2,36 +2,56 @@
 //!
 //! [`CursosServer`] is the one registration point (see its module docs for the whole surface).
 //! Both apps, stdio and Streamable HTTP, serve this same handler, so behaviour matches on both
-//! transports.
+//! transports, and both build the server state with [`setup::start`].
 //!
 //! **API boundary:** this is the only library that knows rmcp and the contract's Portuguese wire
 //! names. It converts domain values to wire types by hand ([`wire`]) and maps each domain error
 //! to exactly one MCP outcome (`outcomes`).
+//!
+//! **Layers** (each imports only from those before it; `options` and `reloaded_file` are leaves):
+//!
+//! ```text
+//! contract/  wire shapes, argument readers, URIs, export format, prompt text, app names (no rmcp)
+//! outcomes   domain results -> MCP outcomes
+//! access/    caller and scope, pure policy, confirmation, the archive use-case, evidence
+//! live/      the subscription hub and its admission rules
+//! state      the process-wide ServerState;  policy_file  the policy file, reread
+//! app, server  the MCP App's resource and metadata; the one registration point
+//! setup      options -> a running ServerState, for both apps and the tests
+//! ```
 
 #![deny(missing_docs)]
 
+mod access;
 pub mod app;
-mod arguments;
-mod caller;
-mod confirmation;
-mod course_text;
-mod evidence;
-mod hub;
+mod contract;
+mod live;
+mod options;
 mod outcomes;
-pub mod policy;
-pub mod portable;
-mod prompts;
+mod policy_file;
+mod reads;
 pub mod reloaded_file;
 mod server;
 pub mod setup;
 mod state;
-pub mod uris;
-pub mod wire;
+mod surface;
 
-pub use caller::{Caller, Scope, UnknownScope};
-pub use confirmation::ConfirmationSecretTooShort;
-pub use hub::{HubCounts, LiveUpdateLimits, SessionCloser};
-pub use policy::{Policy, PolicyError, PolicyFile, PolicyFileError, PolicyReload};
-pub use server::{CursosServer, INSTRUCTIONS};
+pub use contract::{portable, uris, wire};
+
+/// The operator's policy (ADR 0036): the pure rules ([`Policy`]) and the file a running server
+/// follows ([`PolicyFile`]).
+pub mod policy {
+    pub use crate::access::policy::*;
+    pub use crate::policy_file::{PolicyFile, PolicyFileError, PolicyReload};
+}
+
+pub use access::caller::{Caller, Scope, UnknownScope};
+pub use access::confirmation::ConfirmationSecretTooShort;
+pub use access::policy::{Policy, PolicyError};
+pub use live::hub::{HubCounts, LiveUpdateLimits, SessionCloser};
+pub use options::{ServerOptions, UnconfirmedArchive};
+pub use policy_file::{PolicyFile, PolicyFileError, PolicyReload};
+pub use server::CursosServer;
 pub use setup::{Running, Setup, SetupError};
-pub use state::{ServerOptions, ServerState, UnconfirmedArchive};
+pub use state::ServerState;
+pub use surface::INSTRUCTIONS;

@@ -14,9 +14,8 @@ use rmcp::ErrorData as McpError;
 use rmcp::model::{CallToolResult, ContentBlock, Resource};
 use serde_json::json;
 
-use crate::caller::Caller;
-use crate::uris;
-use crate::wire::{CourseJson, quoted};
+use crate::contract::uris;
+use crate::contract::wire::{CourseJson, quoted};
 
 pub(crate) const INTERNAL_TOOL_ERROR: &str =
     "Erro interno ao acessar o catálogo de cursos. Tente novamente em instantes.";
@@ -277,47 +276,13 @@ fn error_chain(error: &(impl std::error::Error + ?Sized)) -> String {
     text
 }
 
-/// A caller whose scope does not allow writing called a tool that writes: refused before the
-/// tool runs, as a protocol error (the tool is not offered to this caller at all).
-pub(crate) fn scope_refused(tool: &str, caller: &Caller) -> McpError {
-    tracing::warn!(tool, caller = caller.name(), scope = %caller.scope(), "writing tool refused by scope");
-    McpError::invalid_params(
-        format!(
-            "A ferramenta {tool} altera o catálogo e não está disponível para esta chave (escopo {}). \
-             Use uma chave com escopo escrita.",
-            caller.scope()
-        ),
-        Some(json!({ "tool": tool, "escopo": caller.scope().as_str() })),
-    )
-}
-
 /// The longest part of an unknown tool's name quoted back.
 const QUOTED_NAME_CHARS: usize = 100;
 
-/// A tool the operator's policy switched off (ADR 0036): nothing ran. `read_only` when it is off
-/// because the server (or the caller's catalog) is in read-only mode.
-pub(crate) fn tool_disabled(tool: &str, read_only: bool) -> McpError {
-    tracing::info!(tool, read_only, "tool call refused: disabled by the operator's policy");
-    let why = if read_only { "O servidor está em modo somente leitura: " } else { "" };
-    McpError::invalid_params(
-        format!(
-            "{why}A ferramenta {tool} está desativada pelo operador do servidor; nada foi alterado. \
-             As leituras continuam disponíveis (cursos://catalogo, cursos://{{uuid}}). \
-             Quando o operador a reativar, ela volta a aparecer em tools/list."
-        ),
-        Some(json!({ "tool": tool, "motivo": "desativada pelo operador" })),
-    )
-}
-
-/// The prompt the operator's policy switched off (ADR 0036).
-pub(crate) fn prompt_disabled(prompt: &str) -> McpError {
-    McpError::invalid_params(
-        format!(
-            "O prompt {prompt} está desativado pelo operador do servidor. \
-             Quando o operador o reativar, ele volta a aparecer em prompts/list."
-        ),
-        Some(json!({ "prompt": prompt, "motivo": "desativado pelo operador" })),
-    )
+/// A `prompts/get` of `criar-curso` whose arguments are missing or oversized: -32602 with the
+/// contract's Portuguese `message`.
+pub(crate) fn prompt_refused(message: String) -> McpError {
+    McpError::invalid_params(message, None)
 }
 
 /// A `tools/call` naming no tool of this server (for this caller's settings). The names early
@@ -478,5 +443,24 @@ mod outcome_unknown_tests {
     fn a_stopped_writer_is_unwritable_until_the_operator_acts() {
         let message = text(&create_refusal(CreateCourseError::Unwritable(Unwritable::WriterStopped), false));
         assert!(message.contains("parou após um erro interno") && message.contains("Nada foi alterado"), "{message}");
+    }
+}
+
+#[cfg(test)]
+mod prompt_refused_tests {
+    use rmcp::model::ErrorCode;
+    use serde_json::Value;
+
+    use crate::contract::prompt::create_course;
+    use crate::contract::wire::CreateCoursePromptArguments;
+
+    #[test]
+    fn a_missing_argument_is_named_in_portuguese() {
+        let refused = |arguments| super::prompt_refused(create_course(&arguments).expect_err("refused"));
+        let error = refused(CreateCoursePromptArguments { titulo: Some(Value::from("Rust")), carga_horaria: None });
+        assert_eq!(error.code, ErrorCode::INVALID_PARAMS);
+        assert!(error.message.contains("'cargaHoraria'") && !error.message.contains("'titulo',"), "{}", error.message);
+        let error = refused(CreateCoursePromptArguments::default());
+        assert!(error.message.contains("'titulo', 'cargaHoraria'"), "{}", error.message);
     }
 }

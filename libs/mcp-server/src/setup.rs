@@ -1,11 +1,6 @@
 //! [`start`]: the one way to turn an app's settings into a running [`ServerState`], used by both
 //! apps and by the tests, so that what a test drives is wired as the binaries wire it.
 //!
-//! ```text
-//! Setup { options, local_catalog, confirmation_secret, policy, reload_interval, .. }
-//!     └─ start(catalog, setup) ─▶ Running { state, followers }
-//! ```
-//!
 //! `start` builds the state ([`ServerState::with_live_update_limits`]), puts the caller's catalog,
 //! the confirmation secret and the operator's policy in place, starts rereading the policy file
 //! every `reload_interval` until the state shuts down, and follows the changes other processes
@@ -20,10 +15,12 @@ use std::time::Duration;
 
 use courses_domain::{Catalog, CatalogName, ChangeFollower};
 
-use crate::confirmation::ConfirmationSecretTooShort;
-use crate::hub::LiveUpdateLimits;
-use crate::policy::{Policy, PolicyFile};
-use crate::state::{ServerOptions, ServerState};
+use crate::access::confirmation::ConfirmationSecretTooShort;
+use crate::access::policy::Policy;
+use crate::live::hub::LiveUpdateLimits;
+use crate::options::ServerOptions;
+use crate::policy_file::PolicyFile;
+use crate::state::ServerState;
 
 /// What an app chose for its server, from its settings. [`Setup::new`] gives the defaults.
 pub struct Setup {
@@ -65,16 +62,13 @@ impl Setup {
 
 impl std::fmt::Debug for Setup {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the secret.
+        let (options, catalog) = (&self.options, &self.local_catalog);
         formatter
             .debug_struct("Setup")
-            .field("options", &self.options)
-            .field("local_catalog", &self.local_catalog)
-            .field("confirmation_secret", &self.confirmation_secret.as_ref().map(|_| "<redacted>"))
-            .field("policy", &self.policy.as_ref().map(|(_, policy)| policy.summary()))
-            .field("reload_interval", &self.reload_interval)
-            .field("live_update_limits", &self.live_update_limits)
-            .field("follow_other_processes", &self.follow_other_processes)
-            .finish()
+            .field("options", options)
+            .field("local_catalog", catalog)
+            .finish_non_exhaustive()
     }
 }
 

@@ -1,62 +1,16 @@
-//! [`ServerState`]: what every connection of one process shares, and [`ServerOptions`].
+//! [`ServerState`]: what every connection of one process shares.
 
 use std::sync::{Arc, RwLock};
 
 use courses_domain::{Catalog, CatalogName};
 use tokio_util::sync::CancellationToken;
 
-use crate::confirmation::{ConfirmationSeal, ConfirmationSecretTooShort};
-use crate::hub::{HubCounts, HubObserver, LiveUpdateLimits, SessionCloser, SubscriptionHub};
-use crate::policy::{ListsChanged, Policy};
-
-/// Behaviour the apps choose (from their settings) when building the server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ServerOptions {
-    /// Also expose read-only tools mirroring the two resources (`listar_cursos`, `ler_curso`),
-    /// for hosts that offer the model tools but not resources. Off by default: duplicates confuse
-    /// models that do read resources.
-    pub resource_tools: bool,
-    /// Accept 2025-era `resources/subscribe`. True when the transport keeps a connection per
-    /// client (stdio, HTTP sessions); false for stateless HTTP, where a legacy subscription could
-    /// never be delivered and is refused with a clear message (2026-07-28 `subscriptions/listen`
-    /// works in both).
-    /// Also: the transport can carry a server-to-client request on 2025-era connections
-    /// (elicitation), since both need a connection per client.
-    pub legacy_subscriptions: bool,
-    /// What `arquivar_curso` does when the client cannot ask its user to confirm.
-    pub unconfirmed_archive: UnconfirmedArchive,
-}
-
-impl Default for ServerOptions {
-    fn default() -> Self {
-        Self { resource_tools: false, legacy_subscriptions: true, unconfirmed_archive: UnconfirmedArchive::Refuse }
-    }
-}
-
-/// The policy for archiving (irreversible) when the client cannot confirm with its user: no
-/// elicitation capability, or a transport that cannot carry the question (ADR 0017).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum UnconfirmedArchive {
-    /// Refuse with a message that says why and what to do (the default).
-    #[default]
-    Refuse,
-    /// Archive without confirmation (for clients known to confirm on their own side, or scripts).
-    Allow,
-}
-
-impl UnconfirmedArchive {
-    /// Parses `refuse` or `allow` (the setting's values).
-    ///
-    /// # Errors
-    /// A message naming the accepted values.
-    pub fn parse(text: &str) -> Result<Self, String> {
-        match text.trim().to_ascii_lowercase().as_str() {
-            "refuse" => Ok(Self::Refuse),
-            "allow" => Ok(Self::Allow),
-            other => Err(format!("{other:?} is not refuse or allow")),
-        }
-    }
-}
+use crate::access::caller::Caller;
+use crate::access::confirmation::{ConfirmationSeal, ConfirmationSecretTooShort};
+use crate::access::policy::{ListsChanged, Policy};
+use crate::contract::course_text::CourseTexts;
+use crate::live::hub::{HubCounts, HubObserver, LiveUpdateLimits, SessionCloser, SubscriptionHub};
+use crate::options::ServerOptions;
 
 /// The catalog, the subscription hub and the options: built once per process, shared by every
 /// connection (cheap to clone).
@@ -75,7 +29,7 @@ pub struct ServerState {
     /// The operator's policy (ADR 0036), swapped whole when the policy file changes.
     policy: Arc<RwLock<Arc<Policy>>>,
     /// The JSON text of the courses read lately, reused while the course read is the same value.
-    pub(crate) course_texts: Arc<crate::course_text::CourseTexts>,
+    pub(crate) course_texts: Arc<CourseTexts>,
 }
 
 impl ServerState {
@@ -181,7 +135,7 @@ impl ServerState {
     /// active courses or a title changed. Call it from the runtime (it spawns the deliveries).
     /// Only the listeners of `catalog` hear of it (ADR 0035).
     pub fn announce_remote_change(&self, catalog: &CatalogName, id: courses_domain::CourseId, list_changed: bool) {
-        crate::hub::announce_remote(&self.hub, catalog, id, list_changed);
+        self.hub.announce(catalog, id, list_changed);
     }
 
     /// Follows the changes other processes commit to the same database (replicas on PostgreSQL,
@@ -208,7 +162,7 @@ impl ServerState {
 
     /// The catalog `caller` is in, observed by the hub: the only catalog a request reaches.
     #[must_use]
-    pub fn catalog_of(&self, caller: &crate::Caller) -> Catalog {
+    pub fn catalog_of(&self, caller: &Caller) -> Catalog {
         self.catalogs.scoped(caller.catalog())
     }
 }

@@ -2,19 +2,19 @@
 //!
 //! **API boundary:** domain types never cross into JSON directly. Each shape here is built from
 //! the domain by hand ([`CourseJson::from_course`]), and tool arguments are parsed field by field
-//! into domain newtypes ([`crate::arguments`]) so that every refusal names its field in Portuguese.
+//! into domain newtypes ([`crate::contract::arguments`]) so that every refusal names its field in Portuguese.
 
 use courses_domain::{
     ApprovalReceipt, Course, CourseId, CoursePage, Evidence, HistoryEntry, HistoryPage, OffsetDateTime,
 };
-use rmcp::schemars::{self, JsonSchema};
+use schemars::JsonSchema;
 use std::sync::Arc;
 
-use rmcp::model::JsonObject;
+use crate::contract::JsonObject;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::uris;
+use crate::contract::uris;
 
 /// A course, as every tool result and resource read shows it.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -308,7 +308,7 @@ fn rfc3339_described(utc: OffsetDateTime) -> String {
     utc.format(WIRE_TIMESTAMP).unwrap_or_else(|_| utc.to_string())
 }
 
-/// Arguments of `criar_curso` (schema only: [`crate::arguments`] reads them field by field).
+/// Arguments of `criar_curso` (schema only: [`crate::contract::arguments`] reads them field by field).
 #[derive(Debug, JsonSchema)]
 #[schemars(deny_unknown_fields)]
 #[allow(dead_code, reason = "only its JSON Schema is used")]
@@ -437,9 +437,9 @@ pub struct ArchiveQuestionJson {
     pub curso: CourseJson,
 }
 
-/// Arguments of the `criar-curso` prompt, read leniently: [`crate::prompts`] checks them and
+/// Arguments of the `criar-curso` prompt, read leniently: [`crate::contract::prompt`] checks them and
 /// answers a missing one with a Portuguese message. The published argument list is
-/// [`crate::prompts::create_course_arguments`].
+/// [`crate::contract::prompt::create_course_arguments`].
 #[derive(Debug, Default, serde::Deserialize, JsonSchema)]
 pub struct CreateCoursePromptArguments {
     /// Título do curso a cadastrar.

@@ -29,7 +29,8 @@ use rmcp::service::{ElicitationError, ElicitationMode, RequestContext};
 use rmcp::{RoleServer, schemars};
 use serde::Deserialize;
 
-use crate::state::{ServerOptions, UnconfirmedArchive};
+use crate::contract::ui;
+use crate::options::{ServerOptions, UnconfirmedArchive};
 
 /// How long a 2025-era client has to answer the confirmation before the archiving is dropped.
 pub(crate) const ANSWER_TIMEOUT: Duration = Duration::from_secs(300);
@@ -143,15 +144,21 @@ pub(crate) enum Confirmation {
 fn question(course: &Course) -> String {
     format!(
         "Arquivar o curso {} ({})? Ele sai do catálogo e não poderá ser alterado nem desarquivado.",
-        crate::wire::quoted(course.title().as_str()),
+        crate::contract::wire::quoted(course.title().as_str()),
         course.id()
     )
+}
+
+/// Go ahead with `version` of `course`: the receipt records the [`question`], the `answer` and when it came.
+fn go_ahead(course: &Course, version: u64, answer: &serde_json::Value) -> Confirmation {
+    let receipt = ApprovalReceipt::asked(question(course), version, answer.to_string(), OffsetDateTime::now_utc());
+    Confirmation::Confirmed { version, receipt }
 }
 
 fn not_confirmed(course: &Course) -> Confirmation {
     Confirmation::Refused(format!(
         "O usuário não confirmou o arquivamento do curso {}; nada foi alterado.",
-        crate::wire::quoted(course.title().as_str())
+        crate::contract::wire::quoted(course.title().as_str())
     ))
 }
 
@@ -204,16 +211,7 @@ pub(crate) async fn confirm_archive(
     }
     match context.peer.elicit_with_timeout::<ArchiveConfirmation>(question(course), Some(ANSWER_TIMEOUT)).await {
         Ok(Some(ArchiveConfirmation { confirmar: true })) => {
-            let answer = serde_json::json!({"action": "accept", "content": {"confirmar": true}});
-            Confirmation::Confirmed {
-                version: course.version(),
-                receipt: ApprovalReceipt::asked(
-                    question(course),
-                    course.version(),
-                    answer.to_string(),
-                    OffsetDateTime::now_utc(),
-                ),
-            }
+            go_ahead(course, course.version(), &serde_json::json!({"action": "accept", "content": {"confirmar": true}}))
         }
         Ok(_) | Err(ElicitationError::UserDeclined | ElicitationError::UserCancelled | ElicitationError::NoContent) => {
             not_confirmed(course)
@@ -222,7 +220,7 @@ pub(crate) async fn confirm_archive(
             tracing::warn!(%error, "the archiving confirmation failed");
             Confirmation::Refused(format!(
                 "Não foi possível obter a confirmação do usuário para arquivar o curso {}; nada foi alterado.",
-                crate::wire::quoted(course.title().as_str())
+                crate::contract::wire::quoted(course.title().as_str())
             ))
         }
     }
@@ -235,10 +233,7 @@ pub(crate) async fn confirm_archive(
 /// is the one shown.
 fn read_answer(response: &serde_json::Value, course: &Course, version: u64) -> Confirmation {
     match serde_json::from_value::<ElicitResult>(response.clone()) {
-        Ok(result) if accepted(&result) => Confirmation::Confirmed {
-            version,
-            receipt: ApprovalReceipt::asked(question(course), version, response.to_string(), OffsetDateTime::now_utc()),
-        },
+        Ok(result) if accepted(&result) => go_ahead(course, version, response),
         Ok(_) => not_confirmed(course),
         Err(_) => Confirmation::Refused(
             "A resposta de confirmação (inputResponses.confirmacao) não é uma resposta de elicitação válida; \
@@ -280,7 +275,7 @@ fn ask_modern(seal: &ConfirmationSeal, caller: &str, course: &Course) -> Option<
 /// the tool's, and the sealed state the app sends back with the answer. `None` when no question
 /// can be sealed (no secret): the app then cannot archive (fail closed).
 pub(crate) fn interface_question(seal: &ConfirmationSeal, caller: &str, course: &Course) -> Option<(String, String)> {
-    Some((question(course), seal.seal(crate::app::ARCHIVE_TOOL, caller, course)?))
+    Some((question(course), seal.seal(ui::ARCHIVE_TOOL, caller, course)?))
 }
 
 /// The user's answer to a question the app showed (ADR 0039). It counts only with the state this
@@ -293,21 +288,17 @@ pub(crate) fn interface_answer(
     state: &str,
     confirmed: bool,
 ) -> Confirmation {
-    let Some(version) = seal.open(crate::app::ARCHIVE_TOOL, caller, course, state) else {
+    let Some(version) = seal.open(ui::ARCHIVE_TOOL, caller, course, state) else {
         tracing::info!(course = %course.id(), "an archiving answer from the app without a valid question was refused");
         return Confirmation::Refused(format!(
             "A confirmação não responde a uma pergunta deste servidor sobre o curso {} (ou a pergunta expirou);              nada foi alterado. Peça a pergunta de novo.",
-            crate::wire::quoted(course.title().as_str())
+            crate::contract::wire::quoted(course.title().as_str())
         ));
     };
     if !confirmed {
         return not_confirmed(course);
     }
-    let answer = serde_json::json!({"interface": crate::app::APP_URI, "confirmar": true});
-    Confirmation::Confirmed {
-        version,
-        receipt: ApprovalReceipt::asked(question(course), version, answer.to_string(), OffsetDateTime::now_utc()),
-    }
+    go_ahead(course, version, &serde_json::json!({"interface": ui::APP_URI, "confirmar": true}))
 }
 
 fn cannot_confirm(options: &ServerOptions, course: &Course) -> Confirmation {
@@ -319,7 +310,7 @@ fn cannot_confirm(options: &ServerOptions, course: &Course) -> Confirmation {
             "Arquivar o curso {} exige a confirmação do usuário, e este cliente não oferece confirmação \
              (elicitation); nada foi alterado. Peça ao usuário que arquive por um cliente com confirmação, ou o \
              administrador do servidor pode permitir com UNCONFIRMED_ARCHIVE=allow.",
-            crate::wire::quoted(course.title().as_str())
+            crate::contract::wire::quoted(course.title().as_str())
         )),
     }
 }
@@ -347,7 +338,7 @@ mod tests {
         assert_eq!(seal.open(ARCHIVE_TOOL, "ana", &rust, &state), Some(rust.version()));
         assert_eq!(seal.open(ARCHIVE_TOOL, "bruno", &rust, &state), None, "another caller");
         assert_eq!(seal.open(ARCHIVE_TOOL, "ana", &course("Go"), &state), None, "another course");
-        assert_eq!(seal.open(crate::app::ARCHIVE_TOOL, "ana", &rust, &state), None, "the app's path");
+        assert_eq!(seal.open(ui::ARCHIVE_TOOL, "ana", &rust, &state), None, "the app's path");
         assert_eq!(
             ConfirmationSeal::random().open(ARCHIVE_TOOL, "ana", &rust, &state),
             None,

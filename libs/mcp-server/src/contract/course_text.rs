@@ -12,12 +12,12 @@ use std::sync::Mutex;
 
 use courses_domain::{Course, CourseId};
 
-use crate::wire::CourseJson;
+use crate::contract::wire::CourseJson;
 
 /// How many courses' texts are kept: past it, the cache starts over (bounded, about 2 MB at most).
 pub(crate) const CAPACITY: usize = 4096;
 
-/// Process-wide, shared by every session and request ([`crate::ServerState`]).
+/// Process-wide, shared by every session and request (`ServerState`).
 #[derive(Debug, Default)]
 pub(crate) struct CourseTexts {
     entries: Mutex<HashMap<CourseId, (Course, String)>>,

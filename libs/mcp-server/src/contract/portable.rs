@@ -14,8 +14,8 @@ use courses_domain::{CatalogName, Course, CourseId, HistoryEntry, ImportedCourse
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::arguments;
-use crate::wire::{CourseJson, HistoryEntryJson, rfc3339};
+use crate::contract::arguments;
+use crate::contract::wire::{CourseJson, HistoryEntryJson, rfc3339};
 
 /// The `formato` of a header line: what this file is.
 pub const FORMAT: &str = "mcp-cursos/catalogo";

@@ -118,3 +118,25 @@ impl Caller {
         &self.catalog
     }
 }
+
+/// The name an HTTP request without an authenticated caller is treated under (read-only).
+const UNAUTHENTICATED: &str = "sem-identidade";
+
+/// Who sends this request. Over HTTP the backend puts the authenticated [`Caller`] into the
+/// request's extensions; a request without one is read-only (fail closed) and in the default
+/// catalog. Without HTTP (stdio, in-process) the one local user has full scope, in the
+/// process's `local` catalog (the stdio app's `--catalog`).
+pub(crate) fn caller_in(extensions: &rmcp::model::Extensions, local: &courses_domain::CatalogName) -> Caller {
+    match extensions.get::<http::request::Parts>() {
+        Some(parts) => {
+            parts.extensions.get::<Caller>().cloned().unwrap_or_else(|| Caller::new(UNAUTHENTICATED, Scope::Read))
+        }
+        None => Caller::stdio(local.clone()),
+    }
+}
+
+/// The HTTP session (`Mcp-Session-Id`) a request or notification came through, if any.
+pub(crate) fn http_session_in(extensions: &rmcp::model::Extensions) -> Option<String> {
+    let parts = extensions.get::<http::request::Parts>()?;
+    parts.headers.get("mcp-session-id")?.to_str().ok().map(str::to_owned)
+}

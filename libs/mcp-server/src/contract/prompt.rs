@@ -4,11 +4,9 @@
 //! instructions: a title that says "ignore the rules" stays a title. The prompt enforces nothing;
 //! the rules live in the domain and the tools.
 
-use rmcp::ErrorData as McpError;
-use rmcp::model::PromptArgument;
 use serde_json::Value;
 
-use crate::wire::{CreateCoursePromptArguments, quoted};
+use crate::contract::wire::{CreateCoursePromptArguments, quoted};
 
 /// The prompt's name.
 pub(crate) const CREATE_COURSE: &str = "criar-curso";
@@ -29,35 +27,17 @@ pub(crate) fn content_version() -> &'static str {
     })
 }
 
-/// The `_meta` that carries [`content_version`].
-pub(crate) fn content_version_meta() -> rmcp::model::MetaObject {
-    let mut meta = rmcp::model::MetaObject::new();
-    meta.0.insert(CONTENT_VERSION_KEY.to_owned(), Value::from(content_version()));
-    meta
-}
-
-/// The arguments `prompts/list` shows for `criar-curso`.
-pub(crate) fn create_course_arguments() -> Option<Vec<PromptArgument>> {
-    Some(vec![
-        PromptArgument::new("titulo")
-            .with_title("Título")
-            .with_description("Título do curso a cadastrar.")
-            .with_required(true),
-        PromptArgument::new("cargaHoraria")
-            .with_title("Carga horária")
-            .with_description("Carga horária desejada, em horas inteiras (1 a 1000).")
-            .with_required(true),
-    ])
-}
-
 /// The longest prompt argument accepted, in characters. Values beyond the rules (a title over
 /// 200 characters) are still accepted, so that the model can ask the user to fix them; this bound
 /// only keeps a prompt from carrying megabytes.
 pub(crate) const MAX_ARGUMENT_CHARS: usize = 1000;
 
-/// The user message of `criar-curso`, or -32602 with a Portuguese message naming each missing
-/// or oversized argument.
-pub(crate) fn create_course(arguments: &CreateCoursePromptArguments) -> Result<String, McpError> {
+/// The user message of `criar-curso`.
+///
+/// # Errors
+/// A Portuguese message naming each missing or oversized argument (sent as -32602 by
+/// `outcomes::prompt_refused`).
+pub(crate) fn create_course(arguments: &CreateCoursePromptArguments) -> Result<String, String> {
     let title = argument_text(arguments.titulo.as_ref());
     let hours = argument_text(arguments.carga_horaria.as_ref());
     let oversized: Vec<&str> = [("titulo", &title), ("cargaHoraria", &hours)]
@@ -67,12 +47,9 @@ pub(crate) fn create_course(arguments: &CreateCoursePromptArguments) -> Result<S
         })
         .collect();
     if !oversized.is_empty() {
-        return Err(McpError::invalid_params(
-            format!(
-                "Argumento longo demais no prompt criar-curso: {} (até {MAX_ARGUMENT_CHARS} caracteres).",
-                oversized.iter().map(|name| format!("'{name}'")).collect::<Vec<_>>().join(", ")
-            ),
-            None,
+        return Err(format!(
+            "Argumento longo demais no prompt criar-curso: {} (até {MAX_ARGUMENT_CHARS} caracteres).",
+            oversized.iter().map(|name| format!("'{name}'")).collect::<Vec<_>>().join(", ")
         ));
     }
     let missing: Vec<&str> = [("titulo", &title), ("cargaHoraria", &hours)]
@@ -81,12 +58,9 @@ pub(crate) fn create_course(arguments: &CreateCoursePromptArguments) -> Result<S
         .collect();
     match (title, hours) {
         (Some(title), Some(hours)) => Ok(route(&title, &hours)),
-        _ => Err(McpError::invalid_params(
-            format!(
-                "Argumento obrigatório ausente no prompt criar-curso: {}. Informe 'titulo' e 'cargaHoraria'.",
-                missing.iter().map(|name| format!("'{name}'")).collect::<Vec<_>>().join(", ")
-            ),
-            None,
+        _ => Err(format!(
+            "Argumento obrigatório ausente no prompt criar-curso: {}. Informe 'titulo' e 'cargaHoraria'.",
+            missing.iter().map(|name| format!("'{name}'")).collect::<Vec<_>>().join(", ")
         )),
     }
 }
@@ -131,17 +105,6 @@ mod tests {
             carga_horaria: Some(Value::from(carga_horaria)),
         })
         .expect("both arguments given")
-    }
-
-    #[test]
-    fn a_missing_argument_is_named_in_portuguese() {
-        let error =
-            create_course(&CreateCoursePromptArguments { titulo: Some(Value::from("Rust")), carga_horaria: None })
-                .expect_err("refused");
-        assert_eq!(error.code, rmcp::model::ErrorCode::INVALID_PARAMS);
-        assert!(error.message.contains("'cargaHoraria'") && !error.message.contains("'titulo',"), "{}", error.message);
-        let error = create_course(&CreateCoursePromptArguments::default()).expect_err("refused");
-        assert!(error.message.contains("'titulo', 'cargaHoraria'"), "{}", error.message);
     }
 
     #[test]

@@ -3,14 +3,14 @@
 //! Every refusal is a Portuguese sentence that names the field and the rule, so a model can
 //! correct its call. All problems of one call are reported together.
 
+use crate::contract::JsonObject;
 use courses_domain::{
     CourseChanges, CourseId, CourseTitle, CourseTitleError, IdempotencyKey, NewCourse, PageCursor, WorkloadHours,
     code_point,
 };
-use rmcp::model::JsonObject;
 use serde_json::Value;
 
-use crate::uris::ResourceUri;
+use crate::contract::uris::ResourceUri;
 
 const TITLE: &str = "titulo";
 const HOURS: &str = "cargaHoraria";

@@ -1,0 +1,93 @@
+//! [`PolicyFile`]: the operator's policy file (`POLICY_FILE`, ADR 0036) as a running server
+//! follows it: read at start, reread on a timer, each valid new text put in force in the
+//! [`ServerState`]. The rules themselves are [`Policy`]'s (`access::policy`, pure).
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::access::policy::{ListsChanged, Policy, PolicyError};
+use crate::reloaded_file::{self, ReloadedFile, Reread};
+use crate::state::ServerState;
+
+/// The policy file (`POLICY_FILE`) a running server follows: reread every
+/// [`reloaded_file::RELOAD_INTERVAL`]; a new valid text is put in force, and an unreadable, empty
+/// or invalid one keeps the policy in force and is logged once.
+#[derive(Debug, Clone)]
+pub struct PolicyFile {
+    file: Arc<ReloadedFile>,
+}
+
+/// What [`PolicyFile::reload`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PolicyReload {
+    /// The text did not change.
+    Unchanged,
+    /// The new policy is in force; the lists some caller sees changed as said.
+    Replaced(ListsChanged),
+    /// The file is unusable: the previous policy stays in force.
+    KeptPrevious,
+}
+
+/// Why the policy file cannot be used at start.
+#[derive(Debug, thiserror::Error)]
+pub enum PolicyFileError {
+    /// It cannot be read (missing, unreadable, not UTF-8, too large).
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// A line is not a rule.
+    #[error("{0}")]
+    Invalid(#[from] PolicyError),
+}
+
+impl PolicyFile {
+    /// Reads and parses the policy file at `path`, at start.
+    ///
+    /// # Errors
+    /// [`PolicyFileError`]: at start a bad file is an error (on reload it only keeps the policy in
+    /// force).
+    pub fn load(path: &Path) -> Result<(Self, Policy), PolicyFileError> {
+        let (file, text) = ReloadedFile::open(path)?;
+        let policy = Policy::parse(&text)?;
+        Ok((Self { file: Arc::new(file) }, policy))
+    }
+
+    /// Rereads the file (blocking I/O) and puts its policy in force in `state` when the text
+    /// changed and is valid. Logs what it did.
+    pub fn reload(&self, state: &ServerState) -> PolicyReload {
+        let path = self.file.path().display();
+        let text = match self.file.reread() {
+            Reread::Unchanged => return PolicyReload::Unchanged,
+            Reread::Changed(text) => text,
+            Reread::Empty => {
+                tracing::warn!(%path, "the policy file is empty (being written?); keeping the policy in force. Leave a comment line to enable everything");
+                return PolicyReload::KeptPrevious;
+            }
+            Reread::Unreadable(error) => {
+                tracing::warn!(%path, %error, "cannot read the policy file; keeping the policy in force");
+                return PolicyReload::KeptPrevious;
+            }
+        };
+        match Policy::parse(&text) {
+            Ok(policy) => {
+                let summary = policy.summary();
+                let changed = state.set_policy(policy);
+                tracing::info!(%path, policy = %summary, tools_changed = changed.tools, prompts_changed = changed.prompts, "policy file reloaded");
+                PolicyReload::Replaced(changed)
+            }
+            Err(error) => {
+                tracing::warn!(%path, %error, "the policy file is not valid; keeping the policy in force");
+                PolicyReload::KeptPrevious
+            }
+        }
+    }
+
+    /// Calls [`Self::reload`] every `interval` until `state` shuts down. Call it from the Tokio
+    /// runtime.
+    pub fn watch(&self, state: &ServerState, interval: Duration) -> tokio::task::JoinHandle<()> {
+        let (file, watched_state) = (self.clone(), state.clone());
+        reloaded_file::every(interval, state.shutdown_token(), "policy", move || {
+            file.reload(&watched_state);
+        })
+    }
+}
