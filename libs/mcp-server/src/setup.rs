@@ -136,3 +136,16 @@ pub fn start(catalog: Catalog, setup: Setup) -> Result<Running, SetupError> {
     let followers = if setup.follow_other_processes { state.follow_other_processes() } else { None };
     Ok(Running { state, policy_summary, _followers: followers })
 }
+
+/// [`courses_domain::open_database`] with the settings both apps name it by: `DATABASE_URL`,
+/// else `DATABASE_PATH` (ADR 0028). The domain does not know the apps' setting names.
+///
+/// # Errors
+/// [`DatabaseSettingError`](courses_domain::DatabaseSettingError) naming the setting to change.
+pub fn open_database(
+    url: Option<&str>,
+    path: &std::path::Path,
+) -> Result<courses_domain::OpenedDatabase, courses_domain::DatabaseSettingError> {
+    let names = courses_domain::DatabaseSettingNames { url: "DATABASE_URL", path: "DATABASE_PATH" };
+    courses_domain::open_database(url, path, names)
+}
