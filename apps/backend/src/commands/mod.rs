@@ -19,7 +19,8 @@ pub mod startup;
 
 /// stdout, reached from this function only: the generated key, `check`'s findings, `keys
 /// create|list`, the commands' reports and `export --output -` write through it, and everything
-/// else goes to stderr (a lint can allow `std::io::stdout` here alone).
+/// else goes to stderr (`clippy::disallowed_methods` allows `std::io::stdout` here alone).
+#[allow(clippy::disallowed_methods, reason = "the backend's one writer of stdout")]
 pub(crate) fn stdout() -> std::io::StdoutLock<'static> {
     std::io::stdout().lock()
 }
