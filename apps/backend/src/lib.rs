@@ -22,51 +22,22 @@
 //! [`Caller`](mcp_server::Caller) in the request extensions: the server reads the caller's scope
 //! there on every call.
 //!
-//! This file is only the crate's face: each item is re-exported from its home in `http/` (the
-//! router and what a request meets), `keys/` or [`commands`] (one file per subcommand).
+//! The folders are the layers, each using only those after it: [`commands`] (one file per
+//! subcommand; `serve` is the server's start) → [`http`] (the router and what a request meets) →
+//! [`keys`]; [`logging`] is a leaf. This file is only the crate's face.
 
 #![deny(missing_docs)]
 
 mod atomic_file;
 pub mod commands;
-mod http;
-mod keys;
-mod logging;
+pub mod http;
+pub mod keys;
+pub mod logging;
 
-pub use commands::serve::{ClientConfiguration, client_configurations, generated_key_message};
-pub use commands::settings::{Command, Settings};
-pub use commands::{health as probe, progress, startup};
-pub use commands::{keys::KeysCommand, migrate::MigrateArguments};
-pub use http::connections::{
-    ConnectionCapError, ConnectionLimits, DEFAULT_MAX_CONNECTIONS, RESERVED_DESCRIPTORS, raise_open_files_limit, serve,
-};
-pub use http::guard::{AllowedHostError, RequestGuard, exposure_warning, is_loopback_host};
-pub use http::jsonrpc_body::BODY_READ_TIMEOUT;
-pub use http::metrics::{MAX_TARGET_CHARS, MCP_METHODS, Metrics, RequestLabel, RequestTimer, method_label};
-pub use http::rate_limit::{RateLimit, RetryAfter};
-pub use http::router::{
-    Access, AppConfig, CORS_ALLOWED_HEADERS, CORS_EXPOSED_HEADERS, MAX_REQUEST_BODY_BYTES, SessionMode, app,
-};
-pub use keys::api_key::{ApiKey, ApiKeyError};
-pub use keys::key_name::{KeyName, KeyNameError};
-pub use keys::keyring::{Keyring, RELOAD_INTERVAL, Reload};
-pub use keys::keys_file::{
-    KeyCommandError, KeyEntry, KeyHash, KeysFile, KeysFileError, LineError, create_key, create_key_and_show,
-    create_key_in, revoke_key,
-};
-pub use logging::{LogFormat, install_logging};
-
-/// `migrate`, `backup` and `restore` (ADR 0041), at their former path.
-pub mod migrate {
-    pub use crate::commands::backup::run as backup_command;
-    pub use crate::commands::migrate::run as migrate_command;
-    pub use crate::commands::restore::run as restore_command;
-}
-
-/// `export` and `import` (ADR 0040), at their former path.
-pub mod transfer {
-    pub use crate::commands::export::{ExportArgs, export};
-    pub use crate::commands::import::{EXIT_SOME_REFUSED, Format, ImportArgs, import};
-    pub use crate::commands::progress::EXIT_INTERRUPTED;
-    pub use crate::commands::settings::Database;
-}
+pub use commands::settings::Settings;
+pub use http::connections::{ConnectionLimits, serve};
+pub use http::guard::RequestGuard;
+pub use http::rate_limit::RateLimit;
+pub use http::router::{Access, AppConfig, SessionMode, app};
+pub use keys::keyring::Keyring;
+pub use logging::install_logging;

@@ -1,7 +1,8 @@
 //! `mcp-cursos-backend`: reads its settings, installs logging and runs the command asked for
 //! (serving, without one); each command is a file of `backend::commands`.
 
-use backend::{Command, Settings, commands};
+use backend::Settings;
+use backend::commands::{self, settings::Command};
 use clap::Parser;
 
 #[tokio::main]

@@ -4,9 +4,11 @@
 //! Both apps, stdio and Streamable HTTP, serve this same handler, so behaviour matches on both
 //! transports, and both build the server state with [`setup::start`].
 //!
-//! **API boundary:** this is the only library that knows rmcp and the contract's Portuguese wire
-//! names. It converts domain values to wire types by hand ([`wire`]) and maps each domain error
-//! to exactly one MCP outcome (`outcomes`).
+//! **API boundary:** the library that owns the MCP surface: every primitive and every Portuguese
+//! wire name is defined here, and no other library knows rmcp (the backend app uses rmcp's HTTP
+//! transport and reads JSON-RPC methods for its gate and metrics, defining none). It converts
+//! domain values to wire types by hand ([`wire`]) and maps each domain error to exactly one MCP
+//! outcome (`outcomes`).
 //!
 //! **Layers** (each imports only from those before it; `options` and `reloaded_file` are leaves):
 //!

@@ -6,10 +6,10 @@
 
 #[cfg(test)]
 mod app_tests;
-pub(crate) mod connections;
-pub(crate) mod guard;
-pub(crate) mod jsonrpc_body;
-pub(crate) mod metrics;
-pub(crate) mod rate_limit;
-pub(crate) mod router;
-pub(crate) mod session_cap;
+pub mod connections;
+pub mod guard;
+pub mod jsonrpc_body;
+pub mod metrics;
+pub mod rate_limit;
+pub mod router;
+pub mod session_cap;
