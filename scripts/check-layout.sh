@@ -87,6 +87,10 @@ check "the backend's lib.rs defines nothing (only modules and re-exports)" \
 check "std::io::stdout is allowed in exactly two places" \
   test "$(grep -rn 'allow(clippy::disallowed_methods' --include='*.rs' apps libs | wc -l)" -eq 2
 
+# The whole graph: no circle between the layers of any crate (it prints them, bottom up).
+check "no circle between a crate's layers (python3 scripts/module-graph.py draws them)" \
+  python3 scripts/module-graph.py
+
 if [ "$failed" -ne 0 ]; then
   echo "layout: see ARCHITECTURE.md (code map) and docs/adr/0042-code-layout.md"
   exit 1
