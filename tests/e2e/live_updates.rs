@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use mcp_cursos_e2e::{catalog_pages, course_uri, listen_refusal};
 use rmcp::model::{
     ArgumentInfo, CompleteRequestParams, Reference, ServerNotification, SubscribeRequestParams, SubscriptionFilter,
 };
@@ -84,7 +85,7 @@ async fn over_http_a_change_by_one_client_reaches_the_subscribers_of_every_other
     let backend = start_backend(&database, Some("chave-ao-vivo")).await;
     let writer = backend.client(Era::Discover).await;
     let course = create(&writer, "Ao vivo").await;
-    let course_uri = format!("cursos://{}", course["id"].as_str().expect("id"));
+    let course_uri = course_uri(&course);
 
     let (handler, mut legacy_notices) = recorder();
     let legacy = backend.client_with(handler, Era::Initialize).await;
@@ -99,8 +100,7 @@ async fn over_http_a_change_by_one_client_reaches_the_subscribers_of_every_other
     wait_for_all(&mut legacy_notices, &expected).await;
     wait_for_all_in_stream(&mut stream, &expected).await;
 
-    let health: Value =
-        reqwest::get(format!("{}/health", backend.base_url)).await.expect("health").json().await.expect("json");
+    let health = backend.health().await;
     assert_eq!(health["subscriptions"]["resources"], 1);
     assert_eq!(health["subscriptions"]["listenStreams"], 1);
 
@@ -120,7 +120,7 @@ async fn over_stdio_a_session_hears_of_its_own_changes_on_both_eras() {
     let (legacy, _stderr) = stdio_client_with(handler, &database, Era::Initialize).await;
     let course = create(&legacy, "Pelo stdio").await;
     wait_for_all(&mut notices, &["list_changed".to_owned()]).await;
-    let course_uri = format!("cursos://{}", course["id"].as_str().expect("id"));
+    let course_uri = course_uri(&course);
     legacy.subscribe(SubscribeRequestParams::new(course_uri.clone())).await.expect("subscribe");
     rename(&legacy, &course["id"], "Pelo stdio 2").await;
     wait_for_all(&mut notices, &[format!("updated {course_uri}")]).await;
@@ -213,7 +213,7 @@ async fn three_replicas_on_one_postgresql_database_share_writes_and_live_updates
     // A write through the third replica.
     let writer = third.client(Era::Discover).await;
     let course = create(&writer, "Réplicas").await;
-    let course_uri = format!("cursos://{}", course["id"].as_str().expect("id"));
+    let course_uri = course_uri(&course);
     let expected = ["updated cursos://catalogo".to_owned(), "list_changed".to_owned()];
     wait_for_all(&mut legacy_notices, &expected).await;
     wait_for_all_in_stream(&mut stream, &expected).await;
@@ -270,7 +270,7 @@ async fn the_stdio_app_and_the_backend_on_one_sqlite_file_hear_each_others_chang
     let (stdio_handler, mut stdio_legacy_notices) = recorder();
     let (stdio_legacy, _stderr) = stdio_client_with(stdio_handler, &database, Era::Initialize).await;
     let course = create(&stdio_legacy, "Arquivo comum").await;
-    let course_uri = format!("cursos://{}", course["id"].as_str().expect("id"));
+    let course_uri = course_uri(&course);
     wait_for_all(&mut http_legacy_notices, &catalog_expected).await;
     wait_for_all_in_stream(&mut http_stream, &catalog_expected).await;
     // (The stdio session heard of its own creation: consumed, so it cannot stand for what follows.)
@@ -297,11 +297,6 @@ async fn the_stdio_app_and_the_backend_on_one_sqlite_file_hear_each_others_chang
         client.cancel().await.expect("close");
     }
     assert!(backend.stop().await.success());
-}
-
-/// `count` catalog pages, each a URI of this server that every write touches.
-fn catalog_pages(count: usize) -> Vec<String> {
-    (1..=count).map(|page| format!("cursos://catalogo?pagina={page}")).collect()
 }
 
 /// Sends a raw HTTP request on a socket with a tiny receive buffer, reads the response's status
@@ -372,18 +367,6 @@ async fn raw_legacy_session(backend: &crate::support::Backend, uris: &[String]) 
     session
 }
 
-async fn poll_health(backend: &crate::support::Backend, what: &str, done: impl Fn(&Value) -> bool) -> Value {
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    loop {
-        let health = backend.health().await;
-        if done(&health) {
-            return health;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "{what}: {health}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 /// Issue 13, item 1, through the real backend: a 2025-era session whose GET stream is never
 /// read and a 2026-07-28 listen stream that is never read, both subscribed to many catalog pages,
 /// never delay a well-behaved subscriber of either era; both are dropped, and the stuck session
@@ -429,10 +412,11 @@ async fn subscribers_that_stop_reading_never_delay_the_others_and_are_dropped_an
     let modern = backend.client(Era::Discover).await;
     let filter = SubscriptionFilter::builder().resource_subscription("cursos://catalogo").build();
     let mut stream = modern.listen(filter).await.expect("subscriptions/listen");
-    let before = poll_health(&backend, "every listener open", |health| {
-        health["subscriptions"]["listenStreams"] == 2 && health["sessions"] == 2
-    })
-    .await;
+    let before = backend
+        .poll_health("every listener open", |health| {
+            health["subscriptions"]["listenStreams"] == 2 && health["sessions"] == 2
+        })
+        .await;
     assert_eq!(before["subscriptions"]["resources"], 601, "{before}");
 
     let writer = backend.client(Era::Discover).await;
@@ -452,7 +436,7 @@ async fn subscribers_that_stop_reading_never_delay_the_others_and_are_dropped_an
             number += 1;
         }
     }
-    let after = poll_health(&backend, "the stuck listeners dropped", dropped).await;
+    let after = backend.poll_health("the stuck listeners dropped", dropped).await;
     assert_eq!(after["subscriptions"]["resources"], 1, "{after}");
     assert_eq!(after["subscriptions"]["sessions"], 1, "{after}");
     assert!(backend.stderr.all().contains("stopped reading"), "the drop is logged");
@@ -484,18 +468,6 @@ async fn subscribers_that_stop_reading_never_delay_the_others_and_are_dropped_an
 /// `keys create` on `keys_file`: the new key.
 fn new_key(keys_file: &std::path::Path, name: &str, scope: &str) -> String {
     crate::support::new_key(keys_file, &["--name", name, "--scope", scope])
-}
-
-/// The refusal of a listen request: acknowledged as accepting nothing, then ended with the error.
-async fn listen_refusal(client: &crate::support::Client, filter: SubscriptionFilter) -> rmcp::ErrorData {
-    match client.listen(filter).await {
-        Err(ServiceError::McpError(error)) => error,
-        Ok(mut subscription) => match tokio::time::timeout(PATIENCE, subscription.next()).await {
-            Ok(Err(ServiceError::McpError(error))) => error,
-            other => panic!("expected the stream to end with a refusal, got {other:?}"),
-        },
-        Err(other) => panic!("expected a refusal, got {other:?}"),
-    }
 }
 
 /// Issue 13, item 2, through the real backend: a read-only key may listen, but only to this

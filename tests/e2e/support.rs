@@ -321,6 +321,19 @@ impl Backend {
         tokio::time::timeout(PATIENCE, self.child.wait()).await.expect("killed in time").expect("exit status")
     }
 
+    /// Reads `/health` until `done` holds, bounded by [`PATIENCE`]; fails naming `what`.
+    pub(crate) async fn poll_health(&self, what: &str, done: impl Fn(&serde_json::Value) -> bool) -> serde_json::Value {
+        let deadline = tokio::time::Instant::now() + PATIENCE;
+        loop {
+            let health = self.health().await;
+            if done(&health) {
+                return health;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "{what}: {health}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     /// `GET /health` as JSON.
     pub(crate) async fn health(&self) -> serde_json::Value {
         reqwest::get(format!("{}/health", self.base_url)).await.expect("health").json().await.expect("health JSON")

@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use mcp_cursos_e2e::call;
+use mcp_cursos_e2e::{call, course_uri};
 use rmcp::RoleClient;
 use rmcp::model::{
     ArgumentInfo, CallToolRequestParams, CompleteRequestParams, PaginatedRequestParams, ReadResourceRequestParams,
@@ -150,7 +150,7 @@ async fn every_swap_is_refused_or_empty(environment: &[(&str, &str)]) {
         assert!(!offered.contains(&id), "{era:?}");
         // The subscription: verde subscribes to azul's course (2025) or listens to it (2026);
         // azul changes it; verde hears nothing of it before its own change (the fence).
-        let mine_uri = format!("cursos://{}", mine["id"].as_str().expect("id"));
+        let mine_uri = course_uri(&mine);
         let mut stream = None;
         match era {
             Era::Initialize => {
@@ -204,11 +204,7 @@ async fn every_swap_is_refused_or_empty(environment: &[(&str, &str)]) {
         let verde_after = everything(&verde).await;
         // verde's own creation under the swapped idempotency key is the one course it gained.
         assert_eq!(verde_after.len(), verde_before.len() + 1);
-        assert!(
-            verde_after
-                .iter()
-                .any(|resource| resource["uri"] == format!("cursos://{}", replay["id"].as_str().expect("id")))
-        );
+        assert!(verde_after.iter().any(|resource| resource["uri"] == course_uri(&replay)));
         assert!(verde_before.iter().all(|resource| verde_after.contains(resource) || resource["uri"] == mine_uri));
         azul.cancel().await.expect("close");
         verde.cancel().await.expect("close");

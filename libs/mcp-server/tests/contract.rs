@@ -5,14 +5,17 @@
 use std::sync::Arc;
 
 use courses_domain::{Catalog, CourseTitle, NewCourse, PostgresStore, Provenance, SqliteStore, WorkloadHours};
-use mcp_cursos_e2e::{ERAS, Era, Recorder, call as call_as};
+use mcp_cursos_e2e::{
+    ERAS, Era, Recorder, call as call_as, catalog_pages, course_uri, listen_refusal, next_notice, next_stream_notice,
+    protocol_error,
+};
 use mcp_server::{CursosServer, ServerOptions, ServerState, UnconfirmedArchive};
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult,
-    ElicitationAction, ErrorCode, GetPromptRequestParams, Implementation, PaginatedRequestParams, ProtocolVersion,
+    ElicitationAction, ErrorCode, GetPromptRequestParams, Implementation, PaginatedRequestParams,
     ReadResourceRequestParams,
 };
-use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService};
+use rmcp::service::RunningService;
 use rmcp::{RoleClient, ServiceError, ServiceExt};
 use serde_json::{Value, json};
 
@@ -120,13 +123,18 @@ async fn connect_with(era: Era, options: ServerOptions) -> Harness {
 /// Connects one more client, with its own handler, to a server over `state`.
 async fn attach<H: rmcp::ClientHandler>(handler: H, state: &ServerState, era: Era) -> RunningService<RoleClient, H> {
     let (server_io, client_io) = tokio::io::duplex(1 << 20);
+    spawn_server(state, server_io);
+    era.connect(handler, client_io).await.expect("connected")
+}
+
+/// Serves `state` on `server_io` in the background, until the client goes.
+fn spawn_server(state: &ServerState, server_io: tokio::io::DuplexStream) {
     let server = CursosServer::new(state);
     tokio::spawn(async move {
         if let Ok(running) = server.serve(server_io).await {
             let _ = running.waiting().await;
         }
     });
-    era.connect(handler, client_io).await.expect("connected")
 }
 
 impl Harness {
@@ -153,10 +161,7 @@ impl Harness {
     }
 
     async fn read_error(&self, uri: &str) -> rmcp::ErrorData {
-        match self.client.read_resource(ReadResourceRequestParams::new(uri)).await {
-            Err(ServiceError::McpError(error)) => error,
-            other => panic!("expected a protocol error for {uri}, got {other:?}"),
-        }
+        protocol_error(self.client.read_resource(ReadResourceRequestParams::new(uri)).await, uri)
     }
 
     async fn catalog_total(&self) -> u64 {
@@ -396,7 +401,7 @@ async fn atualizar_curso_refuses_what_the_rules_forbid_and_changes_nothing() {
         let go = harness.create("Go", 10).await;
         let archived = harness.create("Cobol", 10).await;
         harness.call("arquivar_curso", json!({"id": archived["id"]})).await;
-        let archived = harness.read(&format!("cursos://{}", archived["id"].as_str().expect("id"))).await;
+        let archived = harness.read(&course_uri(&archived)).await;
         let cases = [
             (json!({"id": rust["id"]}), "Nada para atualizar"),
             (json!({"id": rust["id"], "titulo": null, "cargaHoraria": null}), "Nada para atualizar"),
@@ -413,7 +418,7 @@ async fn atualizar_curso_refuses_what_the_rules_forbid_and_changes_nothing() {
             assert_refused(&harness.call("atualizar_curso", arguments).await, fragment);
         }
         for before in [rust, go, archived] {
-            let uri = format!("cursos://{}", before["id"].as_str().expect("id"));
+            let uri = course_uri(&before);
             assert_eq!(harness.read(&uri).await, before, "{era:?}: {uri} unchanged");
         }
     }
@@ -425,7 +430,7 @@ async fn arquivar_curso_removes_a_course_from_the_catalog_once_and_keeps_it_read
         let harness = connect(era).await;
         let kept = harness.create("Rust", 10).await;
         let course = harness.create("Go", 10).await;
-        let uri = format!("cursos://{}", course["id"].as_str().expect("id"));
+        let uri = course_uri(&course);
         let first = harness.call("arquivar_curso", json!({"id": course["id"]})).await;
         assert_eq!(first.is_error, Some(false), "{era:?}: {first:?}");
         let first = first.structured_content.expect("course");
@@ -448,10 +453,8 @@ async fn arquivar_curso_removes_a_course_from_the_catalog_once_and_keeps_it_read
 async fn an_unknown_tool_is_a_protocol_error() {
     for era in ERAS {
         let harness = connect(era).await;
-        match harness.try_call("apagar_curso", json!({})).await {
-            Err(ServiceError::McpError(error)) => assert_eq!(error.code, ErrorCode::INVALID_PARAMS, "{era:?}"),
-            other => panic!("{era:?}: expected -32602, got {other:?}"),
-        }
+        let error = protocol_error(harness.try_call("apagar_curso", json!({})).await, &format!("{era:?}"));
+        assert_eq!(error.code, ErrorCode::INVALID_PARAMS, "{era:?}");
     }
 }
 
@@ -539,7 +542,7 @@ async fn reading_resources_changes_nothing() {
     for era in ERAS {
         let harness = connect(era).await;
         let course = harness.create("Rust", 10).await;
-        let uri = format!("cursos://{}", course["id"].as_str().expect("id"));
+        let uri = course_uri(&course);
         let catalog = harness.read("cursos://catalogo").await;
         for _ in 0..5 {
             assert_eq!(harness.read(&uri).await, course, "{era:?}");
@@ -617,17 +620,13 @@ async fn the_criar_curso_prompt_fills_its_two_arguments_as_quoted_data() {
 
         let missing = json!({"titulo": "Rust"}).as_object().cloned().expect("object");
         let error = harness.client.get_prompt(GetPromptRequestParams::new("criar-curso").with_arguments(missing)).await;
-        match error {
-            Err(ServiceError::McpError(error)) => {
-                assert_eq!(error.code, ErrorCode::INVALID_PARAMS, "{era:?}");
-                assert!(
-                    error.message.contains("Argumento obrigatório ausente") && error.message.contains("'cargaHoraria'"),
-                    "{}",
-                    error.message
-                );
-            }
-            other => panic!("{era:?}: expected -32602, got {other:?}"),
-        }
+        let error = protocol_error(error, &format!("{era:?}"));
+        assert_eq!(error.code, ErrorCode::INVALID_PARAMS, "{era:?}");
+        assert!(
+            error.message.contains("Argumento obrigatório ausente") && error.message.contains("'cargaHoraria'"),
+            "{}",
+            error.message
+        );
         assert_eq!(harness.catalog_total().await, 0, "the prompt writes nothing");
     }
 }
@@ -656,25 +655,14 @@ async fn concurrent_creates_of_one_title_through_the_server_let_exactly_one_win(
     assert_eq!(harness.catalog_total().await, 1);
 }
 
-async fn next_notice(notices: &mut tokio::sync::mpsc::UnboundedReceiver<String>) -> String {
-    tokio::time::timeout(std::time::Duration::from_secs(10), notices.recv())
-        .await
-        .expect("a notification in time")
-        .expect("the client is still connected")
-}
-
-/// Collects `count` notices (their order across one change is not specified).
-async fn notices(receiver: &mut tokio::sync::mpsc::UnboundedReceiver<String>, count: usize) -> Vec<String> {
-    sorted_notices(receiver, count).await
-}
-
 fn sorted(items: &[&str]) -> Vec<String> {
     let mut items: Vec<String> = items.iter().map(|item| (*item).to_owned()).collect();
     items.sort();
     items
 }
 
-async fn sorted_notices(receiver: &mut tokio::sync::mpsc::UnboundedReceiver<String>, count: usize) -> Vec<String> {
+/// Collects `count` notices, sorted (their order across one change is not specified).
+async fn notices(receiver: &mut tokio::sync::mpsc::UnboundedReceiver<String>, count: usize) -> Vec<String> {
     let mut received = Vec::new();
     for _ in 0..count {
         received.push(next_notice(receiver).await);
@@ -688,7 +676,7 @@ async fn sorted_notices(receiver: &mut tokio::sync::mpsc::UnboundedReceiver<Stri
 async fn a_2025_session_hears_of_changes_made_by_another_client() {
     let harness = connect(Era::Initialize).await;
     let course = harness.create("Rust", 10).await;
-    let course_uri = format!("cursos://{}", course["id"].as_str().expect("id"));
+    let course_uri = course_uri(&course);
     let (sender, mut received) = tokio::sync::mpsc::unbounded_channel();
     let listener = attach(Recorder(sender), &harness.state, Era::Initialize).await;
     listener.subscribe(rmcp::model::SubscribeRequestParams::new(course_uri.clone())).await.expect("subscribe");
@@ -719,7 +707,7 @@ async fn a_2025_session_hears_of_changes_made_by_another_client() {
 async fn a_2026_listen_stream_hears_of_changes_made_by_a_2025_client() {
     let harness = connect(Era::Initialize).await;
     let course = harness.create("Rust", 10).await;
-    let course_uri = format!("cursos://{}", course["id"].as_str().expect("id"));
+    let course_uri = course_uri(&course);
     let listener = attach((), &harness.state, Era::Discover).await;
     let filter = rmcp::model::SubscriptionFilter::builder()
         .resource_subscription(course_uri.clone())
@@ -731,12 +719,7 @@ async fn a_2026_listen_stream_hears_of_changes_made_by_a_2025_client() {
     harness.call("arquivar_curso", json!({"id": course["id"]})).await;
     let mut seen = Vec::new();
     for _ in 0..2 {
-        let notice = tokio::time::timeout(std::time::Duration::from_secs(10), subscription.next())
-            .await
-            .expect("in time")
-            .expect("stream open")
-            .expect("a notification");
-        seen.push(match serde_json::to_value(&notice).expect("json") {
+        seen.push(match next_stream_notice(&mut subscription).await {
             value if value["method"] == "notifications/resources/updated" => {
                 format!("updated {}", value["params"]["uri"].as_str().unwrap_or(""))
             }
@@ -755,12 +738,8 @@ async fn legacy_subscriptions_are_refused_with_a_reason_when_the_transport_keeps
     let options = ServerOptions { legacy_subscriptions: false, ..ServerOptions::default() };
     let harness = connect_with(Era::Initialize, options).await;
     let refused = harness.client.subscribe(rmcp::model::SubscribeRequestParams::new("cursos://catalogo")).await;
-    match refused {
-        Err(ServiceError::McpError(error)) => {
-            assert!(error.message.contains("subscriptions/listen"), "{}", error.message);
-        }
-        other => panic!("expected a refusal, got {other:?}"),
-    }
+    let error = protocol_error(refused, "resources/subscribe");
+    assert!(error.message.contains("subscriptions/listen"), "{}", error.message);
 }
 
 #[tokio::test]
@@ -872,7 +851,7 @@ async fn a_write_with_an_outdated_versao_is_refused_with_the_current_version_and
             harness.call("atualizar_curso", json!({"id": created["id"], "titulo": "Rust 2", "versao": 1})).await;
         let renamed = renamed.structured_content.expect("the expected version was current");
         assert_eq!(renamed["versao"], 2, "{era:?}");
-        let uri = format!("cursos://{}", created["id"].as_str().expect("id"));
+        let uri = course_uri(&created);
         for (tool, arguments) in [
             ("atualizar_curso", json!({"id": created["id"], "cargaHoraria": 99, "versao": 1})),
             ("arquivar_curso", json!({"id": created["id"], "versao": 1})),
@@ -992,7 +971,7 @@ async fn archiving_waits_for_the_users_confirmation_and_a_refusal_changes_nothin
             let user = attach(Answering { answer: Some(answer.clone()) }, &harness.state, era).await;
             let refused = call_as(&user, "arquivar_curso", json!({"id": course["id"]})).await;
             assert_refused(&refused, "não confirmou o arquivamento");
-            let uri = format!("cursos://{}", course["id"].as_str().expect("id"));
+            let uri = course_uri(&course);
             assert_eq!(harness.read(&uri).await, course, "{era:?} {answer:?}: unchanged");
             let history = harness.read(&format!("{uri}/historico")).await;
             assert_eq!(
@@ -1043,7 +1022,7 @@ async fn an_answer_to_a_question_the_server_never_asked_archives_nothing() {
     // so it still cannot confirm, and the default policy refuses.
     let harness = connect(Era::Discover).await;
     let course = harness.create("Rust", 10).await;
-    let uri = format!("cursos://{}", course["id"].as_str().expect("id"));
+    let uri = course_uri(&course);
     let cannot_confirm = attach(Answering { answer: None }, &harness.state, Era::Discover).await;
     match cannot_confirm.call_tool_once(confirmed_call(&course["id"], None)).await.expect("answered") {
         CallToolResponse::Complete(result) => assert_refused(&result, "UNCONFIRMED_ARCHIVE=allow"),
@@ -1131,7 +1110,7 @@ async fn archiving_covers_only_the_version_the_user_was_shown() {
     for era in ERAS {
         let harness = connect(era).await;
         let course = harness.create("Rust", 10).await;
-        let uri = format!("cursos://{}", course["id"].as_str().expect("id"));
+        let uri = course_uri(&course);
         let user = attach(RenamedWhileAsking { catalog: harness.catalog.clone() }, &harness.state, era).await;
         let refused = call_as(&user, "arquivar_curso", json!({"id": course["id"]})).await;
         assert_refused(&refused, "mudou depois que o usuário confirmou");
@@ -1170,13 +1149,10 @@ async fn oversized_prompt_arguments_and_subscriptions_beyond_the_limits_get_clea
     let harness = connect(Era::Initialize).await;
     let long = "x".repeat(1001);
     let arguments = json!({"titulo": long, "cargaHoraria": "10"}).as_object().cloned().expect("object");
-    match harness.client.get_prompt(GetPromptRequestParams::new("criar-curso").with_arguments(arguments)).await {
-        Err(ServiceError::McpError(error)) => {
-            assert_eq!(error.code, ErrorCode::INVALID_PARAMS);
-            assert!(error.message.contains("'titulo'") && error.message.contains("1000"), "{}", error.message);
-        }
-        other => panic!("expected -32602, got {other:?}"),
-    }
+    let refused = harness.client.get_prompt(GetPromptRequestParams::new("criar-curso").with_arguments(arguments)).await;
+    let error = protocol_error(refused, "an oversized prompt argument");
+    assert_eq!(error.code, ErrorCode::INVALID_PARAMS);
+    assert!(error.message.contains("'titulo'") && error.message.contains("1000"), "{}", error.message);
     let at_the_limit = "y".repeat(1000);
     let arguments = json!({"titulo": at_the_limit, "cargaHoraria": "10"}).as_object().cloned().expect("object");
     harness
@@ -1185,23 +1161,19 @@ async fn oversized_prompt_arguments_and_subscriptions_beyond_the_limits_get_clea
         .await
         .expect("accepted");
 
-    match harness.client.subscribe(SubscribeRequestParams::new("cursos://nao-existe")).await {
-        Err(ServiceError::McpError(error)) => assert_eq!(error.data, Some(json!({"uri": "cursos://nao-existe"}))),
-        other => panic!("expected resource not found, got {other:?}"),
-    }
+    let error =
+        protocol_error(harness.client.subscribe(SubscribeRequestParams::new("cursos://nao-existe")).await, "subscribe");
+    assert_eq!(error.data, Some(json!({"uri": "cursos://nao-existe"})), "resource not found");
     for page in 1..=1000 {
         let uri = format!("cursos://catalogo?pagina={page}");
         harness.client.subscribe(SubscribeRequestParams::new(uri)).await.expect("within the limit");
     }
     // Subscribing again to one already held is fine; one more is not.
     harness.client.subscribe(SubscribeRequestParams::new("cursos://catalogo?pagina=1")).await.expect("already held");
-    match harness.client.subscribe(SubscribeRequestParams::new("cursos://catalogo")).await {
-        Err(ServiceError::McpError(error)) => {
-            assert_eq!(error.code, ErrorCode::INVALID_PARAMS);
-            assert!(error.message.contains("1000 recursos"), "{}", error.message);
-        }
-        other => panic!("expected -32602 beyond 1000 subscriptions, got {other:?}"),
-    }
+    let refused = harness.client.subscribe(SubscribeRequestParams::new("cursos://catalogo")).await;
+    let error = protocol_error(refused, "beyond 1000 subscriptions");
+    assert_eq!(error.code, ErrorCode::INVALID_PARAMS);
+    assert!(error.message.contains("1000 recursos"), "{}", error.message);
 }
 
 #[tokio::test]
@@ -1292,53 +1264,37 @@ async fn attach_stalling(
     era: Era,
 ) -> (RunningService<RoleClient, ()>, Arc<std::sync::atomic::AtomicBool>) {
     let (server_io, client_io) = tokio::io::duplex(4096);
-    let server = CursosServer::new(state);
-    tokio::spawn(async move {
-        if let Ok(running) = server.serve(server_io).await {
-            let _ = running.waiting().await;
-        }
-    });
+    spawn_server(state, server_io);
     let stalled = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let (reading, writing) = tokio::io::split(client_io);
     let transport = (Stalling { inner: reading, stalled: Arc::clone(&stalled) }, writing);
-    let client = match era {
-        Era::Initialize => ().serve(transport).await.expect("initialize"),
-        Era::Discover => ()
-            .serve_with_lifecycle(
-                transport,
-                ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] },
-            )
-            .await
-            .expect("discover"),
-    };
-    (client, stalled)
+    (era.connect((), transport).await.expect("connected"), stalled)
 }
 
 /// Waits until `count` listen streams are registered: rmcp acknowledges `subscriptions/listen`
 /// before the server's handler has registered the stream, so the count may lag the answer.
 async fn until_listen_streams(state: &ServerState, count: usize) {
+    until_counts(state, &format!("expected {count} listen streams"), |counts| counts.listen_streams == count).await;
+}
+
+/// Waits (up to 10 s) until the listener counts of `state` are `done`; fails naming `what`.
+async fn until_counts(state: &ServerState, what: &str, done: impl Fn(&mcp_server::HubCounts) -> bool) {
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
-    while state.listener_counts().listen_streams != count {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "expected {count} listen streams: {:?}",
-            state.listener_counts()
-        );
+    while !done(&state.listener_counts()) {
+        assert!(tokio::time::Instant::now() < deadline, "{what}: {:?}", state.listener_counts());
         tokio::time::sleep(std::time::Duration::from_millis(5)).await;
     }
 }
 
-fn catalog_pages(count: usize) -> Vec<String> {
-    (1..=count).map(|page| format!("cursos://catalogo?pagina={page}")).collect()
+/// A listen filter on the resources at `uris`.
+fn pages_filter(uris: Vec<String>) -> rmcp::model::SubscriptionFilter {
+    rmcp::model::SubscriptionFilter::builder().resource_subscriptions(uris).build()
 }
 
 /// Waits (bounded) for the next notice that is not a list change.
 async fn next_update(notices: &mut tokio::sync::mpsc::UnboundedReceiver<String>) -> String {
     loop {
-        let notice = tokio::time::timeout(std::time::Duration::from_secs(10), notices.recv())
-            .await
-            .expect("a notice in time")
-            .expect("the client is open");
+        let notice = next_notice(notices).await;
         if notice != "list_changed" {
             return notice;
         }
@@ -1346,12 +1302,7 @@ async fn next_update(notices: &mut tokio::sync::mpsc::UnboundedReceiver<String>)
 }
 
 async fn next_stream_update(subscription: &mut rmcp::service::Subscription) -> String {
-    let notice = tokio::time::timeout(std::time::Duration::from_secs(10), subscription.next())
-        .await
-        .expect("a notice in time")
-        .expect("the stream is open")
-        .expect("a notification");
-    let value = serde_json::to_value(&notice).expect("json");
+    let value = next_stream_notice(subscription).await;
     format!("{} {}", value["method"].as_str().unwrap_or_default(), value["params"]["uri"].as_str().unwrap_or_default())
 }
 
@@ -1402,34 +1353,12 @@ async fn listeners_that_stop_reading_never_delay_the_others_and_are_dropped() {
         );
     }
 
-    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
-    while state.listener_counts().slow_listeners_dropped < 2 {
-        assert!(tokio::time::Instant::now() < deadline, "stuck listeners still held: {:?}", state.listener_counts());
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    until_counts(&state, "stuck listeners still held", |counts| counts.slow_listeners_dropped >= 2).await;
     let counts = state.listener_counts();
     assert_eq!(counts.listen_streams, 1, "only the well-behaved stream is left: {counts:?}");
     assert_eq!(counts.sessions, 2, "the writer and the well-behaved session are left: {counts:?}");
     assert_eq!(counts.subscriptions, 1, "the stuck session's 200 subscriptions are gone: {counts:?}");
     good_stream.cancel().await.expect("cancel");
-}
-
-/// Refused with a reason, as `resources/subscribe` refuses them: the error arrives on the stream.
-async fn listen_refusal<H: rmcp::ClientHandler>(
-    client: &RunningService<RoleClient, H>,
-    uris: Vec<String>,
-) -> rmcp::ErrorData {
-    let filter = rmcp::model::SubscriptionFilter::builder().resource_subscriptions(uris).build();
-    match client.listen(filter).await {
-        Err(ServiceError::McpError(error)) => error,
-        Ok(mut subscription) => {
-            match tokio::time::timeout(std::time::Duration::from_secs(10), subscription.next()).await {
-                Ok(Err(ServiceError::McpError(error))) => error,
-                other => panic!("expected the stream to end with a refusal, got {other:?}"),
-            }
-        }
-        Err(other) => panic!("expected a refusal, got {other:?}"),
-    }
 }
 
 /// Issue 13, item 2: a listen filter naming anything but this server's resources, or more of
@@ -1445,7 +1374,7 @@ async fn listen_filters_with_unknown_uris_or_too_many_are_refused_naming_the_rea
         (vec![format!("cursos://{}", "x".repeat(5000))], "Recurso desconhecido"),
         (huge, "no máximo 1000"),
     ] {
-        let error = listen_refusal(&harness.client, uris).await;
+        let error = listen_refusal(&harness.client, pages_filter(uris)).await;
         assert_eq!(error.code, ErrorCode::INVALID_PARAMS);
         assert!(error.message.contains(expected), "{}", error.message);
         assert!(error.message.len() < 600, "the refusal quotes a bounded part of the URI: {}", error.message.len());
@@ -1481,27 +1410,23 @@ async fn streams_and_subscriptions_beyond_the_caller_and_process_caps_are_refuse
             let filter = rmcp::model::SubscriptionFilter::builder().resource_subscriptions(catalog_pages(2)).build();
             open.push(modern.listen(filter).await.expect("within the caps"));
         }
-        let error = listen_refusal(&modern, catalog_pages(2)).await;
+        let error = listen_refusal(&modern, pages_filter(catalog_pages(2))).await;
         assert!(error.message.contains(expected), "{expected}: {}", error.message);
         assert_eq!(state.listener_counts().listen_streams, 2, "{expected}");
         if limits.subscriptions_per_caller == 5 || limits.subscriptions == 5 {
             // The 2025 era counts against the same caps: one more fits, the next does not.
             let legacy = attach((), &state, Era::Initialize).await;
             legacy.subscribe(rmcp::model::SubscribeRequestParams::new("cursos://catalogo")).await.expect("the fifth");
-            match legacy.subscribe(rmcp::model::SubscribeRequestParams::new("cursos://catalogo?pagina=9")).await {
-                Err(ServiceError::McpError(error)) => assert!(error.message.contains(expected), "{}", error.message),
-                other => panic!("expected a refusal at the cap, got {other:?}"),
-            }
+            let refused =
+                legacy.subscribe(rmcp::model::SubscribeRequestParams::new("cursos://catalogo?pagina=9")).await;
+            let error = protocol_error(refused, "at the cap");
+            assert!(error.message.contains(expected), "{}", error.message);
         }
         for mut subscription in open {
             subscription.cancel().await.expect("cancel");
         }
         // Closing streams gives their places back.
-        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
-        while state.listener_counts().listen_streams > 0 {
-            assert!(tokio::time::Instant::now() < deadline, "streams still counted after they closed");
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
+        until_counts(&state, "streams still counted after they closed", |counts| counts.listen_streams == 0).await;
     }
 }
 
@@ -1533,14 +1458,10 @@ async fn a_caller_of_one_catalog_reaches_nothing_of_another_on_both_eras() {
         let course = created.structured_content.expect("course");
         let id = course["id"].as_str().expect("id").to_owned();
         for uri in [format!("cursos://{id}"), format!("cursos://{id}/historico")] {
-            let refused = stranger.read_resource(ReadResourceRequestParams::new(uri.clone())).await;
-            let Err(ServiceError::McpError(error)) = refused else { panic!("{uri} was answered: {refused:?}") };
+            let error = protocol_error(stranger.read_resource(ReadResourceRequestParams::new(uri.clone())).await, &uri);
             let unknown = format!("cursos://{}", courses_domain::CourseId::generate());
-            let Err(ServiceError::McpError(unknown_error)) =
-                stranger.read_resource(ReadResourceRequestParams::new(unknown)).await
-            else {
-                panic!("an unknown id was answered")
-            };
+            let unknown_error =
+                protocol_error(stranger.read_resource(ReadResourceRequestParams::new(unknown)).await, "an unknown id");
             assert_eq!(error.code, unknown_error.code, "the same answer as for an id that does not exist");
         }
         let listing = stranger.list_resources(None).await.expect("resources/list");
@@ -1562,10 +1483,7 @@ async fn a_caller_of_one_catalog_reaches_nothing_of_another_on_both_eras() {
         let offered = stranger.complete(complete).await.expect("complete").completion.values;
         assert!(!offered.contains(&id), "{era:?}");
         // The owner's course is as it was.
-        let result = owner.read_resource(ReadResourceRequestParams::new(format!("cursos://{id}"))).await.expect("read");
-        let text =
-            serde_json::to_value(&result).expect("json")["contents"][0]["text"].as_str().expect("text").to_owned();
-        let read: Value = serde_json::from_str(&text).expect("json");
+        let read = mcp_cursos_e2e::read_json(&owner, &format!("cursos://{id}")).await;
         assert_eq!(
             (read["titulo"].as_str(), read["versao"].as_u64(), read["arquivado"].as_bool()),
             (Some(title.as_str()), Some(1), Some(false))

@@ -279,6 +279,6 @@ async fn the_app_s_archiving_is_off_whenever_the_policy_turns_arquivar_curso_off
             assert!(matches!(refused, Err(ServiceError::McpError(_))), "{era:?} {text}: {refused:?}");
         }
         harness.state.set_policy(Policy::default());
-        assert_eq!(harness.read(&format!("cursos://{}", course["id"].as_str().expect("id"))).await, course);
+        assert_eq!(harness.read(&course_uri(&course)).await, course);
     }
 }

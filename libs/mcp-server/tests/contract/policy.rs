@@ -2,20 +2,13 @@
 //! their lists and are refused in Portuguese with nothing written, read-only mode, the notices
 //! clients get when the lists change, and the Portuguese answers to old and unknown tool names.
 
-use mcp_cursos_e2e::ListsRecorder;
+use mcp_cursos_e2e::{ListsRecorder, tool_names};
 use mcp_server::{Policy, PolicyFile, PolicyReload};
 
 use super::*;
 
 fn policy(text: &str) -> Policy {
     Policy::parse(text).expect("a valid policy")
-}
-
-async fn tool_names(harness: &Harness) -> Vec<String> {
-    let tools = harness.client.list_all_tools().await.expect("tools/list");
-    let mut names: Vec<String> = tools.into_iter().map(|tool| tool.name.to_string()).collect();
-    names.sort();
-    names
 }
 
 async fn prompt_names(harness: &Harness) -> Vec<String> {
@@ -25,10 +18,7 @@ async fn prompt_names(harness: &Harness) -> Vec<String> {
 
 /// The JSON-RPC error a call gets (it must not be a tool result).
 async fn call_error(harness: &Harness, tool: &str, arguments: Value) -> rmcp::ErrorData {
-    match harness.try_call(tool, arguments).await {
-        Err(ServiceError::McpError(error)) => error,
-        other => panic!("expected a protocol error for {tool}, got {other:?}"),
-    }
+    protocol_error(harness.try_call(tool, arguments).await, tool)
 }
 
 #[tokio::test]
@@ -43,12 +33,12 @@ async fn a_disabled_tool_leaves_tools_list_and_its_call_is_refused_in_portuguese
             Era::Discover => Some(harness.client.listen(filter).await.expect("subscriptions/listen")),
         };
         until_listen_streams(&harness.state, usize::from(listening.is_some())).await;
-        assert_eq!(tool_names(&harness).await.len(), 3, "listed (and cached) before the change");
+        assert_eq!(tool_names(&harness.client).await.len(), 3, "listed (and cached) before the change");
         harness.state.set_policy(policy("desativar ferramenta criar_curso\n"));
         if let Some(stream) = &mut listening {
-            assert_eq!(next_stream_notice(stream).await, "notifications/tools/list_changed");
+            assert_eq!(next_stream_method(stream).await, "notifications/tools/list_changed");
         }
-        assert_eq!(tool_names(&harness).await, ["arquivar_curso", "atualizar_curso"], "{era:?}");
+        assert_eq!(tool_names(&harness.client).await, ["arquivar_curso", "atualizar_curso"], "{era:?}");
 
         let error = call_error(&harness, "criar_curso", json!({"titulo": "Rust", "cargaHoraria": 10})).await;
         assert_eq!(error.code, ErrorCode::INVALID_PARAMS, "{era:?}");
@@ -58,9 +48,9 @@ async fn a_disabled_tool_leaves_tools_list_and_its_call_is_refused_in_portuguese
 
         harness.state.set_policy(Policy::default());
         if let Some(stream) = &mut listening {
-            assert_eq!(next_stream_notice(stream).await, "notifications/tools/list_changed");
+            assert_eq!(next_stream_method(stream).await, "notifications/tools/list_changed");
         }
-        assert_eq!(tool_names(&harness).await, ["arquivar_curso", "atualizar_curso", "criar_curso"]);
+        assert_eq!(tool_names(&harness.client).await, ["arquivar_curso", "atualizar_curso", "criar_curso"]);
         harness.create("Rust", 10).await;
         assert_eq!(harness.catalog_total().await, 1);
     }
@@ -74,7 +64,7 @@ async fn read_only_mode_refuses_every_writing_tool_and_keeps_reads_prompts_and_c
         let course = harness.create("Rust", 10).await;
         harness.state.set_policy(policy("somente-leitura  # manutenção\n"));
 
-        assert_eq!(tool_names(&harness).await, ["ler_curso", "listar_cursos"], "{era:?}");
+        assert_eq!(tool_names(&harness.client).await, ["ler_curso", "listar_cursos"], "{era:?}");
         for (tool, arguments) in [
             ("criar_curso", json!({"titulo": "Go", "cargaHoraria": 5})),
             ("atualizar_curso", json!({"id": course["id"], "titulo": "Rust 2024"})),
@@ -85,7 +75,7 @@ async fn read_only_mode_refuses_every_writing_tool_and_keeps_reads_prompts_and_c
             assert!(error.message.starts_with("O servidor está em modo somente leitura"), "{}", error.message);
             assert!(error.message.contains(&format!("{tool} está desativada pelo operador")), "{}", error.message);
         }
-        let read = harness.read(&format!("cursos://{}", course["id"].as_str().expect("id"))).await;
+        let read = harness.read(&course_uri(&course)).await;
         assert_eq!(read, course, "unchanged and readable ({era:?})");
         assert_eq!(harness.catalog_total().await, 1);
         let listed = harness.call("listar_cursos", json!({})).await;
@@ -125,7 +115,7 @@ async fn a_disabled_prompt_leaves_prompts_list_and_is_refused_in_portuguese() {
             }
             other => panic!("expected a refusal, got {other:?}"),
         }
-        assert_eq!(tool_names(&harness).await.len(), 3, "the tools are untouched");
+        assert_eq!(tool_names(&harness.client).await.len(), 3, "the tools are untouched");
         harness.state.set_policy(Policy::default());
         harness
             .client
@@ -163,18 +153,14 @@ async fn a_2025_session_is_told_when_the_policy_changes_its_tools_or_prompts_and
         .set_policy(policy("somente-leitura\ndesativar ferramenta arquivar_curso\ndesativar prompt criar-curso"));
     assert_eq!(next_notice(&mut received).await, "prompts");
     harness.state.set_policy(Policy::default());
-    assert_eq!(sorted_notices(&mut received, 2).await, ["prompts", "tools"]);
-    assert_eq!(tool_names(&harness).await.len(), 3, "everything is back");
+    assert_eq!(notices(&mut received, 2).await, ["prompts", "tools"]);
+    assert_eq!(tool_names(&harness.client).await.len(), 3, "everything is back");
     listener.cancel().await.expect("close");
 }
 
-async fn next_stream_notice(subscription: &mut rmcp::service::Subscription) -> String {
-    let notice = tokio::time::timeout(std::time::Duration::from_secs(10), subscription.next())
-        .await
-        .expect("in time")
-        .expect("stream open")
-        .expect("a notification");
-    serde_json::to_value(&notice).expect("json")["method"].as_str().unwrap_or_default().to_owned()
+/// The method of the next notification on `subscription`.
+async fn next_stream_method(subscription: &mut rmcp::service::Subscription) -> String {
+    next_stream_notice(subscription).await["method"].as_str().unwrap_or_default().to_owned()
 }
 
 #[tokio::test]
@@ -188,16 +174,16 @@ async fn a_2026_listen_stream_that_asked_for_list_changes_is_told_when_the_polic
     until_listen_streams(&harness.state, 2).await;
 
     harness.state.set_policy(policy("desativar ferramenta arquivar_curso"));
-    assert_eq!(next_stream_notice(&mut subscription).await, "notifications/tools/list_changed");
-    assert!(!tool_names(&harness).await.contains(&"arquivar_curso".to_owned()));
+    assert_eq!(next_stream_method(&mut subscription).await, "notifications/tools/list_changed");
+    assert!(!tool_names(&harness.client).await.contains(&"arquivar_curso".to_owned()));
     harness.state.set_policy(policy("desativar prompt criar-curso"));
-    let mut seen = vec![next_stream_notice(&mut subscription).await, next_stream_notice(&mut subscription).await];
+    let mut seen = vec![next_stream_method(&mut subscription).await, next_stream_method(&mut subscription).await];
     seen.sort();
     assert_eq!(seen, ["notifications/prompts/list_changed", "notifications/tools/list_changed"]);
 
     // The stream that asked only for resources hears nothing of it: its next notice is a course's.
     harness.create("Rust", 10).await;
-    assert_eq!(next_stream_notice(&mut other).await, "notifications/resources/list_changed");
+    assert_eq!(next_stream_method(&mut other).await, "notifications/resources/list_changed");
     subscription.cancel().await.expect("cancel");
     other.cancel().await.expect("cancel");
     listener.cancel().await.expect("close");
@@ -256,7 +242,7 @@ async fn a_policy_file_edited_while_running_is_followed_and_a_bad_edit_keeps_the
             None => std::fs::remove_file(&path).expect("remove"),
         }
         assert_eq!(file.reload(&harness.state), PolicyReload::KeptPrevious, "{bad:?}");
-        assert_eq!(tool_names(&harness).await, Vec::<String>::new(), "still read-only after {bad:?}");
+        assert_eq!(tool_names(&harness.client).await, Vec::<String>::new(), "still read-only after {bad:?}");
     }
     std::fs::write(&path, "\n").expect("write");
     assert!(matches!(file.reload(&harness.state), PolicyReload::Replaced(changed) if changed.tools));
