@@ -145,6 +145,13 @@ fn backend() -> Command {
     command
 }
 
+/// `keys create --name ci --scope escrita` on `keys_file`, run to its end.
+fn create_ci_key(keys_file: &std::path::Path) -> std::process::Output {
+    let mut command = Command::new(binary("mcp-cursos-backend"));
+    command.env_clear().args(["keys", "create", "--name", "ci", "--scope", "escrita"]).env("KEYS_FILE", keys_file);
+    run_to_end(&mut command)
+}
+
 fn failed_with(output: &std::process::Output) -> String {
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
     assert!(!output.status.success(), "should have failed: {stderr}");
@@ -250,12 +257,7 @@ fn keys_create_makes_a_missing_folder_for_its_owner_only() {
     use std::os::unix::fs::PermissionsExt;
     let folder = tempfile::tempdir().expect("temp dir");
     let keys_file = folder.path().join("etc/mcp-cursos/keys");
-    let output = run_to_end(
-        Command::new(binary("mcp-cursos-backend"))
-            .env_clear()
-            .args(["keys", "create", "--name", "ci", "--scope", "escrita"])
-            .env("KEYS_FILE", &keys_file),
-    );
+    let output = create_ci_key(&keys_file);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stderr}");
     assert!(String::from_utf8_lossy(&output.stdout).starts_with("mcp_"), "the key is printed");
@@ -272,12 +274,7 @@ fn an_io_error_of_keys_create_is_printed_once() {
     // The keys file's folder cannot be created: its parent is a regular file.
     let folder = tempfile::tempdir().expect("temp dir");
     std::fs::write(folder.path().join("etc"), "").expect("file");
-    let output = run_to_end(
-        Command::new(binary("mcp-cursos-backend"))
-            .env_clear()
-            .args(["keys", "create", "--name", "ci", "--scope", "escrita"])
-            .env("KEYS_FILE", folder.path().join("etc/mcp-cursos/keys")),
-    );
+    let output = create_ci_key(&folder.path().join("etc/mcp-cursos/keys"));
     let stderr = failed_with(&output);
     assert_eq!(stderr.matches("Not a directory").count(), 1, "{stderr}");
 }
@@ -286,13 +283,7 @@ fn an_io_error_of_keys_create_is_printed_once() {
 fn check_passes_on_a_working_configuration_with_one_line_per_finding() {
     let folder = tempfile::tempdir().expect("temp dir");
     let keys_file = folder.path().join("keys");
-    let created = run_to_end(
-        Command::new(binary("mcp-cursos-backend"))
-            .env_clear()
-            .args(["keys", "create", "--name", "ci", "--scope", "escrita"])
-            .env("KEYS_FILE", &keys_file),
-    );
-    assert!(created.status.success());
+    assert!(create_ci_key(&keys_file).status.success());
     let database = folder.path().join("cursos.db");
     let output = run_to_end(
         backend()

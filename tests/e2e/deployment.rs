@@ -170,11 +170,8 @@ async fn with_log_format_json_each_mcp_request_is_one_json_event_with_its_fields
     let (_folder, database) = fresh_database();
     let backend = start_backend_with(&database, Some(KEY), &[("LOG_FORMAT", "json")]).await;
     let client = backend.client(Era::Initialize).await;
-    let arguments = json!({"titulo": "Observabilidade", "cargaHoraria": 8}).as_object().cloned().expect("object");
-    client
-        .call_tool(rmcp::model::CallToolRequestParams::new("criar_curso").with_arguments(arguments))
-        .await
-        .expect("call");
+    let arguments = json!({"titulo": "Observabilidade", "cargaHoraria": 8});
+    mcp_cursos_e2e::try_call(&client, "criar_curso", arguments).await.expect("call");
     client.cancel().await.expect("close");
     // A refused request (no session): its outcome is logged too.
     let refused = post(

@@ -48,12 +48,7 @@ async fn without_session(backend: &Backend, bearer: &str, method: reqwest::Metho
 
 async fn total(backend: &Backend) -> u64 {
     let client = backend.client(Era::Initialize).await;
-    let result = client
-        .read_resource(rmcp::model::ReadResourceRequestParams::new("cursos://catalogo"))
-        .await
-        .expect("read catalog");
-    let result = json!(result);
-    let catalog: Value = serde_json::from_str(result["contents"][0]["text"].as_str().expect("text")).expect("json");
+    let catalog = mcp_cursos_e2e::read_json(&client, "cursos://catalogo").await;
     client.cancel().await.expect("close");
     catalog["total"].as_u64().expect("total")
 }

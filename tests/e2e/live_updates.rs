@@ -3,11 +3,9 @@
 
 use std::time::Duration;
 
-use mcp_cursos_e2e::{catalog_pages, course_uri, listen_refusal};
-use rmcp::model::{
-    ArgumentInfo, CompleteRequestParams, Reference, ServerNotification, SubscribeRequestParams, SubscriptionFilter,
-};
-use rmcp::{RoleClient, ServiceError};
+use mcp_cursos_e2e::{catalog_pages, course_uri, id_completion, listen_refusal, protocol_error};
+use rmcp::RoleClient;
+use rmcp::model::{ServerNotification, SubscribeRequestParams, SubscriptionFilter};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
@@ -24,29 +22,22 @@ fn recorder() -> (Recorder, mpsc::UnboundedReceiver<String>) {
 /// Waits (bounded) until every notice in `expected` has arrived, in any order (notifications
 /// may travel on different streams); other notices may come too.
 async fn wait_for_all(receiver: &mut mpsc::UnboundedReceiver<String>, expected: &[String]) {
-    let mut missing: Vec<String> = expected.to_vec();
-    let mut seen = Vec::new();
-    let arrived = tokio::time::timeout(PATIENCE, async {
-        while !missing.is_empty() {
-            let Some(notice) = receiver.recv().await else { return false };
-            missing.retain(|wanted| *wanted != notice);
-            seen.push(notice);
-        }
-        true
-    })
-    .await;
-    assert_eq!(arrived, Ok(true), "waited for {expected:?}, saw {seen:?}");
+    wait_for_all_of(expected, async || receiver.recv().await).await;
 }
 
 async fn wait_for_all_in_stream(subscription: &mut rmcp::service::Subscription, expected: &[String]) {
+    wait_for_all_of(expected, async || subscription.next().await.ok().flatten().map(|notice| describe(&notice))).await;
+}
+
+/// [`wait_for_all`] of the notices `next` gives (`None` once there can be no more).
+async fn wait_for_all_of(expected: &[String], mut next: impl AsyncFnMut() -> Option<String>) {
     let mut missing: Vec<String> = expected.to_vec();
     let mut seen = Vec::new();
     let arrived = tokio::time::timeout(PATIENCE, async {
         while !missing.is_empty() {
-            let Ok(Some(notice)) = subscription.next().await else { return false };
-            let label = describe(&notice);
-            missing.retain(|wanted| *wanted != label);
-            seen.push(label);
+            let Some(notice) = next().await else { return false };
+            missing.retain(|wanted| *wanted != notice);
+            seen.push(notice);
         }
         true
     })
@@ -144,12 +135,9 @@ async fn a_stateless_backend_streams_2026_subscriptions_and_refuses_2025_ones_wi
     let (_folder, database) = fresh_database();
     let backend = start_backend_with(&database, Some("chave-sem-sessao"), &[("SESSION_MODE", "stateless")]).await;
     let legacy = backend.client(Era::Initialize).await;
-    match legacy.subscribe(SubscribeRequestParams::new("cursos://catalogo")).await {
-        Err(ServiceError::McpError(error)) => {
-            assert!(error.message.contains("subscriptions/listen"), "{}", error.message);
-        }
-        other => panic!("expected a refusal, got {other:?}"),
-    }
+    let refused = legacy.subscribe(SubscribeRequestParams::new("cursos://catalogo")).await;
+    let error = protocol_error(refused, "resources/subscribe");
+    assert!(error.message.contains("subscriptions/listen"), "{}", error.message);
     let modern = backend.client(Era::Discover).await;
     let mut stream =
         modern.listen(SubscriptionFilter::builder().resources_list_changed().build()).await.expect("listen");
@@ -170,10 +158,7 @@ async fn course_ids_complete_by_title_over_both_transports_and_eras() {
         let http = backend.client(era).await;
         let course = create(&stdio, &format!("Arquitetura Hexagonal {era:?}")).await;
         for client in [&stdio, &http] {
-            let request = CompleteRequestParams::new(
-                Reference::for_resource("cursos://{uuid}"),
-                ArgumentInfo::new("uuid", format!("hexagonal {era:?}").to_lowercase()),
-            );
+            let request = id_completion(format!("hexagonal {era:?}").to_lowercase());
             let result = tokio::time::timeout(Duration::from_secs(30), client.complete(request))
                 .await
                 .expect("in time")

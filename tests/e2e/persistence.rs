@@ -1,7 +1,6 @@
 //! The data outlives the processes, and the two apps can share one database file.
 
-use mcp_cursos_e2e::{course_uri, create, read_json as read};
-use rmcp::model::CallToolRequestParams;
+use mcp_cursos_e2e::{call, course_uri, create, read_json as read};
 use serde_json::json;
 
 use crate::support::{ERAS, Era, fresh_database, start_backend, stdio_client};
@@ -61,13 +60,8 @@ async fn a_course_the_backend_read_again_and_again_is_read_anew_once_the_stdio_a
         for _ in 0..3 {
             assert_eq!(read(&over_http, &uri).await["versao"], round, "round {round}");
         }
-        let arguments = json!({"id": created["id"], "cargaHoraria": 8 + round}).as_object().cloned().expect("object");
-        let updated = json!(
-            over_stdio
-                .call_tool(CallToolRequestParams::new("atualizar_curso").with_arguments(arguments))
-                .await
-                .expect("call")
-        );
+        let arguments = json!({"id": created["id"], "cargaHoraria": 8 + round});
+        let updated = json!(call(&over_stdio, "atualizar_curso", arguments).await);
         assert_eq!(updated["isError"], false, "{updated}");
         // No wait: the stdio app answered, so the change is committed.
         let read_after = read(&over_http, &uri).await;

@@ -222,8 +222,7 @@ impl Backend {
 
     /// An MCP client over Streamable HTTP presenting `key`.
     pub(crate) async fn client_with_key(&self, key: &str, era: Era) -> Client {
-        let config = StreamableHttpClientTransportConfig::with_uri(self.mcp_url.clone()).auth_header(key.to_owned());
-        connect_with((), StreamableHttpClientTransport::from_config(config), era).await
+        self.client_with_handler_and_key((), key, era).await
     }
 
     /// An MCP client with its own handler (to receive notifications).
@@ -232,9 +231,7 @@ impl Backend {
         handler: H,
         era: Era,
     ) -> RunningService<RoleClient, H> {
-        let config =
-            StreamableHttpClientTransportConfig::with_uri(self.mcp_url.clone()).auth_header(self.api_key.clone());
-        connect_with(handler, StreamableHttpClientTransport::from_config(config), era).await
+        self.client_with_handler_and_key(handler, &self.api_key, era).await
     }
 
     /// An MCP client with its own handler, presenting `key`.

@@ -214,6 +214,13 @@ pub fn course_uri(course: &Value) -> String {
     format!("cursos://{}", course["id"].as_str().expect("id"))
 }
 
+/// `completion/complete` of the course template's `uuid` from what the user typed, `value`.
+#[must_use]
+pub fn id_completion(value: impl Into<String>) -> rmcp::model::CompleteRequestParams {
+    let argument = rmcp::model::ArgumentInfo::new("uuid", value);
+    rmcp::model::CompleteRequestParams::new(rmcp::model::Reference::for_resource("cursos://{uuid}"), argument)
+}
+
 /// The JSON document of the resource at `uri` (its first contents' text).
 ///
 /// # Panics

@@ -3,7 +3,7 @@
 //! that looks like an instruction coming back only as escaped data.
 
 use mcp_server::{ServerOptions, UnconfirmedArchive};
-use rmcp::model::{ArgumentInfo, CompleteRequestParams, ElicitationAction, GetPromptRequestParams, Reference};
+use rmcp::model::{ArgumentInfo, CompleteRequestParams, ElicitationAction, Reference};
 use serde_json::{Value, json};
 
 use super::{Answering, ERAS, Harness, assert_refused, attach, call_as, connect, connect_with, text_of};
@@ -127,13 +127,7 @@ async fn the_prompt_carries_its_content_version_on_list_and_get() {
         let prompts = serde_json::to_value(harness.client.list_all_prompts().await.expect("list")).expect("json");
         let listed = prompts[0]["_meta"]["versaoConteudo"].as_str().expect("content version").to_owned();
         assert!(listed.starts_with("sha256:") && listed.len() == 71, "{listed}");
-        let arguments = json!({"titulo": "Rust", "cargaHoraria": "10"}).as_object().cloned().expect("object");
-        let got = harness
-            .client
-            .get_prompt(GetPromptRequestParams::new("criar-curso").with_arguments(arguments))
-            .await
-            .expect("get");
-        let got = serde_json::to_value(&got).expect("json");
+        let got = harness.prompt(json!({"titulo": "Rust", "cargaHoraria": "10"})).await;
         assert_eq!(got["_meta"]["versaoConteudo"], listed, "{era:?}");
     }
 }
@@ -195,13 +189,7 @@ async fn a_title_that_looks_like_an_instruction_comes_back_only_as_escaped_data(
         assert_only_escaped(question, "the confirmation question");
 
         // The prompt quotes what it is given.
-        let arguments = json!({"titulo": HOSTILE, "cargaHoraria": "10"}).as_object().cloned().expect("object");
-        let prompt = harness
-            .client
-            .get_prompt(GetPromptRequestParams::new("criar-curso").with_arguments(arguments))
-            .await
-            .expect("get");
-        let prompt = serde_json::to_value(&prompt).expect("json");
+        let prompt = harness.prompt(json!({"titulo": HOSTILE, "cargaHoraria": "10"})).await;
         assert_only_escaped(prompt["messages"][0]["content"]["text"].as_str().expect("text"), "the prompt");
 
         // Tool descriptions never carry catalog data: the listing is the same as before the course.

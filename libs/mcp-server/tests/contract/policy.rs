@@ -81,14 +81,7 @@ async fn read_only_mode_refuses_every_writing_tool_and_keeps_reads_prompts_and_c
         let listed = harness.call("listar_cursos", json!({})).await;
         assert_eq!(listed.is_error, Some(false), "read-only tools keep working");
         assert_eq!(prompt_names(&harness).await, ["criar-curso"]);
-        let completion = harness
-            .client
-            .complete(rmcp::model::CompleteRequestParams::new(
-                rmcp::model::Reference::for_resource("cursos://{uuid}"),
-                rmcp::model::ArgumentInfo::new("uuid", "Ru"),
-            ))
-            .await
-            .expect("completion/complete");
+        let completion = harness.client.complete(id_completion("Ru")).await.expect("completion/complete");
         assert_eq!(completion.completion.values, [course["id"].as_str().expect("id")]);
     }
 }
@@ -99,29 +92,13 @@ async fn a_disabled_prompt_leaves_prompts_list_and_is_refused_in_portuguese() {
         let harness = connect(era).await;
         harness.state.set_policy(policy("desativar prompt criar-curso"));
         assert!(prompt_names(&harness).await.is_empty(), "{era:?}");
-        let arguments = json!({"titulo": "Rust", "cargaHoraria": "10"}).as_object().cloned().expect("object");
-        let refused = harness
-            .client
-            .get_prompt(GetPromptRequestParams::new("criar-curso").with_arguments(arguments.clone()))
-            .await;
-        match refused {
-            Err(ServiceError::McpError(error)) => {
-                assert_eq!(error.code, ErrorCode::INVALID_PARAMS);
-                assert!(
-                    error.message.contains("O prompt criar-curso está desativado pelo operador"),
-                    "{}",
-                    error.message
-                );
-            }
-            other => panic!("expected a refusal, got {other:?}"),
-        }
+        let arguments = json!({"titulo": "Rust", "cargaHoraria": "10"});
+        let error = protocol_error(harness.try_prompt(arguments.clone()).await, "the disabled prompt");
+        assert_eq!(error.code, ErrorCode::INVALID_PARAMS);
+        assert!(error.message.contains("O prompt criar-curso está desativado pelo operador"), "{}", error.message);
         assert_eq!(tool_names(&harness.client).await.len(), 3, "the tools are untouched");
         harness.state.set_policy(Policy::default());
-        harness
-            .client
-            .get_prompt(GetPromptRequestParams::new("criar-curso").with_arguments(arguments))
-            .await
-            .expect("re-enabled");
+        harness.try_prompt(arguments).await.expect("re-enabled");
     }
 }
 
