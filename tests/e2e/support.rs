@@ -254,6 +254,21 @@ impl Backend {
     }
 }
 
+/// `mcp-cursos-stdio` on `database` with only `environment` besides, its stdin and stdout piped
+/// for raw bytes and its stderr to `stderr`; killed when dropped.
+pub(crate) fn spawn_raw_stdio(database: &Path, environment: &[(&str, &str)], stderr: Stdio) -> Child {
+    Command::new(binary("mcp-cursos-stdio"))
+        .env_clear()
+        .env("DATABASE_PATH", database)
+        .envs(environment.iter().copied())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(stderr)
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn the stdio app")
+}
+
 /// An MCP client connected to a fresh `mcp-cursos-stdio` child process.
 pub(crate) async fn stdio_client(database: &Path, era: Era) -> (Client, Lines) {
     stdio_client_with((), database, era).await
@@ -383,17 +398,7 @@ impl PostgresSchema {
 
 impl Drop for PostgresSchema {
     fn drop(&mut self) {
-        use diesel::{Connection, RunQueryDsl};
-        let dropped = diesel::PgConnection::establish(&self.base_url).map_err(|error| error.to_string()).and_then(
-            |mut connection| {
-                diesel::sql_query(format!("DROP SCHEMA IF EXISTS \"{}\" CASCADE", self.name))
-                    .execute(&mut connection)
-                    .map_err(|error| error.to_string())
-            },
-        );
-        if let Err(error) = dropped {
-            eprintln!("cannot drop the test schema {}: {error}", self.name);
-        }
+        courses_domain::testing::drop_schema(&self.base_url, &self.name);
     }
 }
 

@@ -175,6 +175,11 @@ impl Harness {
         serde_json::to_value(self.try_prompt(arguments).await.expect("prompts/get")).expect("json")
     }
 
+    /// The history entries of `course` (a course as JSON), newest first.
+    async fn history(&self, course: &Value) -> Vec<Value> {
+        self.read(&format!("{}/historico", course_uri(course))).await["entradas"].as_array().expect("entries").clone()
+    }
+
     async fn catalog_total(&self) -> u64 {
         self.read("cursos://catalogo").await["total"].as_u64().expect("total")
     }
@@ -969,12 +974,7 @@ async fn archiving_waits_for_the_users_confirmation_and_a_refusal_changes_nothin
             assert_refused(&refused, "não confirmou o arquivamento");
             let uri = course_uri(&course);
             assert_eq!(harness.read(&uri).await, course, "{era:?} {answer:?}: unchanged");
-            let history = harness.read(&format!("{uri}/historico")).await;
-            assert_eq!(
-                history["entradas"].as_array().expect("entries").len(),
-                1,
-                "{era:?} {answer:?}: only the creation"
-            );
+            assert_eq!(harness.history(&course).await.len(), 1, "{era:?} {answer:?}: only the creation");
         }
     }
 }
@@ -1051,8 +1051,7 @@ async fn an_answer_to_a_question_the_server_never_asked_archives_nothing() {
         }
         assert_eq!(harness.read(&uri).await, course, "state {state:?}: not archived");
     }
-    let history = harness.read(&format!("{uri}/historico")).await;
-    assert_eq!(history["entradas"].as_array().expect("entries").len(), 1, "only the creation");
+    assert_eq!(harness.history(&course).await.len(), 1, "only the creation");
 
     // The state of the question that was asked is the answer that archives.
     match harness.client.call_tool_once(confirmed_call(&other["id"], Some(&other_state))).await.expect("answered") {

@@ -6,12 +6,7 @@ use mcp_server::{ServerOptions, UnconfirmedArchive};
 use rmcp::model::{ArgumentInfo, CompleteRequestParams, ElicitationAction, Reference};
 use serde_json::{Value, json};
 
-use super::{Answering, ERAS, Harness, assert_refused, attach, call_as, connect, connect_with, text_of};
-
-async fn history(harness: &Harness, course: &Value) -> Vec<Value> {
-    let uri = format!("cursos://{}/historico", course["id"].as_str().expect("id"));
-    harness.read(&uri).await["entradas"].as_array().expect("entries").clone()
-}
+use super::{Answering, ERAS, assert_refused, attach, call_as, connect, connect_with, text_of};
 
 #[tokio::test]
 async fn every_write_records_the_revision_the_declared_client_and_the_hash_of_the_surface_offered() {
@@ -19,7 +14,7 @@ async fn every_write_records_the_revision_the_declared_client_and_the_hash_of_th
         let harness = connect(era).await;
         let course = harness.create("Rust", 10).await;
         harness.call("atualizar_curso", json!({"id": course["id"], "cargaHoraria": 20})).await;
-        let entries = history(&harness, &course).await;
+        let entries = harness.history(&course).await;
         assert_eq!(entries.len(), 2, "{era:?}");
         for entry in &entries {
             let evidence = &entry["evidencia"];
@@ -34,7 +29,7 @@ async fn every_write_records_the_revision_the_declared_client_and_the_hash_of_th
         // Another surface (the opt-in read-only tools offered too): another hash.
         let wider = connect_with(era, ServerOptions { resource_tools: true, ..ServerOptions::default() }).await;
         let other = wider.create("Rust", 10).await;
-        let wider_entries = history(&wider, &other).await;
+        let wider_entries = wider.history(&other).await;
         assert_ne!(
             wider_entries[0]["evidencia"]["superficie"], entries[0]["evidencia"]["superficie"],
             "{era:?}: the surface changed, so must its hash"
@@ -61,7 +56,7 @@ async fn a_client_that_declares_no_name_is_recorded_as_undeclared_not_invented()
         let anonymous = attach(Undeclared, &harness.state, era).await;
         let created = call_as(&anonymous, "criar_curso", json!({"titulo": "Rust", "cargaHoraria": 10})).await;
         let course = created.structured_content.expect("course");
-        let entries = history(&harness, &course).await;
+        let entries = harness.history(&course).await;
         assert_eq!(entries[0]["evidencia"]["cliente"], Value::Null, "{era:?}: {:#}", entries[0]);
         assert_eq!(entries[0]["evidencia"]["revisaoProtocolo"], era.revision());
     }
@@ -75,7 +70,7 @@ async fn an_approved_archiving_records_the_question_shown_the_version_it_showed_
         let before = time::OffsetDateTime::now_utc();
         let archived = harness.call("arquivar_curso", json!({"id": course["id"]})).await;
         assert_eq!(archived.structured_content.expect("course")["arquivado"], true, "{era:?}");
-        let entries = history(&harness, &course).await;
+        let entries = harness.history(&course).await;
         let receipt = &entries[0]["evidencia"]["aprovacao"];
         assert_eq!(receipt["perguntado"], true, "{era:?}: {receipt:#}");
         let question = receipt["pergunta"].as_str().expect("question");
@@ -100,7 +95,7 @@ async fn a_declined_archiving_writes_nothing_and_so_no_receipt() {
         let course = harness.create("Rust", 10).await;
         let user = attach(Answering { answer: Some(ElicitationAction::Decline) }, &harness.state, era).await;
         assert_refused(&call_as(&user, "arquivar_curso", json!({"id": course["id"]})).await, "não confirmou");
-        let entries = history(&harness, &course).await;
+        let entries = harness.history(&course).await;
         assert_eq!(entries.len(), 1, "{era:?}: only the creation");
         assert_eq!(entries[0]["evidencia"]["aprovacao"], Value::Null);
     }
@@ -115,7 +110,7 @@ async fn an_archiving_allowed_without_confirmation_records_that_no_one_was_asked
         let cannot_confirm = attach(Answering { answer: None }, &harness.state, era).await;
         let archived = call_as(&cannot_confirm, "arquivar_curso", json!({"id": course["id"]})).await;
         assert_eq!(archived.is_error, Some(false), "{era:?}: {archived:?}");
-        let entries = history(&harness, &course).await;
+        let entries = harness.history(&course).await;
         assert_eq!(entries[0]["evidencia"]["aprovacao"], json!({"perguntado": false}), "{era:?}");
     }
 }

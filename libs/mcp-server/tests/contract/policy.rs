@@ -103,11 +103,7 @@ async fn a_disabled_prompt_leaves_prompts_list_and_is_refused_in_portuguese() {
 }
 
 async fn until_sessions(state: &ServerState, count: usize) {
-    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
-    while state.listener_counts().sessions != count {
-        assert!(tokio::time::Instant::now() < deadline, "expected {count} sessions: {:?}", state.listener_counts());
-        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-    }
+    until_counts(state, &format!("expected {count} sessions"), |counts| counts.sessions == count).await;
 }
 
 #[tokio::test]
@@ -249,22 +245,15 @@ async fn a_catalogs_rule_applies_to_its_callers_and_not_to_another_catalogs() {
     for era in ERAS {
         let of_azul = attach(Answering::CONFIRMS, &azul, era).await;
         let of_verde = attach(Answering::CONFIRMS, &verde, era).await;
-        let names =
-            |tools: Vec<rmcp::model::Tool>| tools.into_iter().map(|tool| tool.name.to_string()).collect::<Vec<_>>();
-        let azul_tools = names(of_azul.list_all_tools().await.expect("tools/list"));
+        let azul_tools = tool_names(&of_azul).await;
         assert!(!azul_tools.contains(&"criar_curso".to_owned()), "{era:?}: {azul_tools:?}");
-        let verde_tools = names(of_verde.list_all_tools().await.expect("tools/list"));
+        let verde_tools = tool_names(&of_verde).await;
         assert!(verde_tools.contains(&"criar_curso".to_owned()), "{era:?}: {verde_tools:?}");
 
         let title = format!("Rust {era:?}");
         let arguments = json!({"titulo": title, "cargaHoraria": 10});
-        let refused = of_azul
-            .call_tool(
-                CallToolRequestParams::new("criar_curso")
-                    .with_arguments(arguments.as_object().cloned().expect("object")),
-            )
-            .await;
-        let Err(ServiceError::McpError(error)) = refused else { panic!("azul's call was answered: {refused:?}") };
+        let refused = mcp_cursos_e2e::try_call(&of_azul, "criar_curso", arguments.clone()).await;
+        let error = protocol_error(refused, "azul's call");
         assert!(error.message.contains("desativada pelo operador"), "{}", error.message);
         let created = call_as(&of_verde, "criar_curso", arguments).await;
         assert_eq!(created.is_error, Some(false), "{created:?}");
