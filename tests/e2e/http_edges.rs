@@ -26,7 +26,7 @@ fn create_body(titulo: &str) -> String {
 }
 
 /// [`mcp_cursos_e2e::post`], with `mcp-protocol-version: 2025-11-25` unless `headers` name one.
-async fn post(backend: &Backend, headers: &[(&str, &str)], body: String) -> reqwest::Response {
+async fn post(backend: &Backend, headers: &[(&str, &str)], body: impl Into<reqwest::Body>) -> reqwest::Response {
     let mut all = headers.to_vec();
     if !headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("mcp-protocol-version")) {
         all.insert(0, ("mcp-protocol-version", "2025-11-25"));
@@ -253,16 +253,7 @@ async fn bodies_that_are_not_jsonrpc_get_400_with_a_jsonrpc_error_and_nothing_ru
         ("no method", br#"{"jsonrpc":"2.0","id":1}"#.to_vec(), -32600),
     ];
     for (case, body, code) in cases {
-        let response = reqwest::Client::new()
-            .post(&backend.mcp_url)
-            .header("authorization", &bearer)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", "2025-11-25")
-            .body(body)
-            .send()
-            .await
-            .expect("HTTP request");
+        let response = post(&backend, &[("authorization", &bearer)], body).await;
         assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{case}");
         let message: Value = response.json().await.unwrap_or_else(|error| panic!("{case}: a JSON body: {error}"));
         assert_eq!(message["jsonrpc"], "2.0", "{case}: {message}");

@@ -3,7 +3,6 @@
 //! start with an invalid file refused naming the setting; the old tool names over stdio.
 
 use std::path::Path;
-use std::time::Duration;
 
 use mcp_cursos_e2e::{ListsRecorder, course_uri, next_notice, protocol_error, read_json, tool_names, try_call as call};
 use rmcp::ServiceError;
@@ -70,11 +69,7 @@ async fn an_operator_puts_a_running_backend_in_read_only_mode_and_back_through_t
 
     // A typo keeps the policy in force (and says so in the log), it never re-enables a tool.
     write_policy(&policy_file, "desativar ferramenta criar-curso\n");
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    while !backend.stderr.all().contains("the policy file is not valid") {
-        assert!(tokio::time::Instant::now() < deadline, "the bad edit was never reported:\n{}", backend.stderr.all());
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    backend.wait_for_log("the policy file is not valid").await;
     assert!(tool_names(&session).await.is_empty(), "still read-only");
 
     write_policy(&policy_file, "# de volta\n");

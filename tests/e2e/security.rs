@@ -129,15 +129,6 @@ async fn poll_until_status(backend: &Backend, key: &str, expected: StatusCode) {
     }
 }
 
-/// Waits until the backend's log contains `text`.
-async fn poll_logs(backend: &Backend, text: &str) {
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    while !backend.stderr.all().contains(text) {
-        assert!(tokio::time::Instant::now() < deadline, "never logged {text:?}:\n{}", backend.stderr.all());
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-}
-
 fn assert_no_key_in_logs(backend: &Backend, secrets: &[&str]) {
     let (stdout, stderr) = (backend.stdout.all(), backend.stderr.all());
     for secret in secrets {
@@ -306,7 +297,7 @@ async fn keys_added_or_revoked_with_the_commands_count_without_a_restart() {
     reading.cancel().await.expect("close");
 
     std::fs::write(&keys_file, "meio-escri").expect("a half-written file");
-    poll_logs(&backend, "the keys file is not valid").await;
+    backend.wait_for_log("the keys file is not valid").await;
     assert_eq!(catalog(&backend, &staying).await["total"], 0, "a broken file keeps the keys loaded before");
     assert!(backend.stderr.all().contains("keys file reloaded"), "reloads are logged by name");
     assert_no_key_in_logs(&backend, &[&staying, &leaving, &added]);

@@ -346,6 +346,15 @@ impl Backend {
         }
     }
 
+    /// Waits (bounded by [`PATIENCE`]) until the backend's log (its stderr) contains `text`.
+    pub(crate) async fn wait_for_log(&self, text: &str) {
+        let deadline = tokio::time::Instant::now() + PATIENCE;
+        while !self.stderr.all().contains(text) {
+            assert!(tokio::time::Instant::now() < deadline, "never logged {text:?}:\n{}", self.stderr.all());
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     /// `GET /health` as JSON.
     pub(crate) async fn health(&self) -> serde_json::Value {
         reqwest::get(format!("{}/health", self.base_url)).await.expect("health").json().await.expect("health JSON")

@@ -236,7 +236,7 @@ pub async fn read_json<H: ClientHandler>(client: &RunningService<RoleClient, H>,
 /// # Panics
 /// When no HTTP answer comes.
 #[cfg(feature = "http")]
-pub async fn post(url: &str, headers: &[(&str, &str)], body: String) -> reqwest::Response {
+pub async fn post(url: &str, headers: &[(&str, &str)], body: impl Into<reqwest::Body>) -> reqwest::Response {
     let mut request = reqwest::Client::new()
         .post(url)
         .header("content-type", "application/json")

@@ -241,13 +241,10 @@ async fn the_server_introduces_itself_with_its_own_name_version_and_instructions
 async fn the_three_tools_are_listed_with_schemas_and_truthful_annotations() {
     for era in ERAS {
         let harness = connect(era).await;
-        let tools = serde_json::to_value(harness.client.list_all_tools().await.expect("tools/list")).expect("json");
-        let names: Vec<&str> =
-            tools.as_array().expect("array").iter().filter_map(|tool| tool["name"].as_str()).collect();
+        let tools = apps::tool_list(&harness.client).await;
+        let names: Vec<&str> = tools.iter().filter_map(|tool| tool["name"].as_str()).collect();
         assert_eq!(names, ["arquivar_curso", "atualizar_curso", "criar_curso"], "{era:?}");
-        let tool = |name: &str| {
-            tools.as_array().expect("array").iter().find(|tool| tool["name"] == name).cloned().expect("tool")
-        };
+        let tool = |name: &str| tools.iter().find(|tool| tool["name"] == name).cloned().expect("tool");
         let expectations = [
             ("criar_curso", json!(["titulo", "cargaHoraria"]), false, false),
             ("atualizar_curso", json!(["id"]), true, true),
@@ -281,8 +278,7 @@ async fn the_three_tools_are_listed_with_schemas_and_truthful_annotations() {
             assert_eq!(annotations["idempotentHint"], idempotent, "{name}");
             assert_eq!(annotations["openWorldHint"], false, "{name}");
         }
-        let schemas =
-            tools.as_array().expect("array").iter().flat_map(|tool| [&tool["inputSchema"], &tool["outputSchema"]]);
+        let schemas = tools.iter().flat_map(|tool| [&tool["inputSchema"], &tool["outputSchema"]]);
         for schema in schemas {
             let text = schema.to_string();
             assert!(
@@ -817,9 +813,9 @@ async fn read_only_tools_mirror_the_resources_only_when_enabled() {
     for era in ERAS {
         let harness = connect_with(era, ServerOptions { resource_tools: true, ..ServerOptions::default() }).await;
         harness.seed(120).await;
-        let tools = serde_json::to_value(harness.client.list_all_tools().await.expect("tools")).expect("json");
+        let tools = apps::tool_list(&harness.client).await;
         for name in ["listar_cursos", "ler_curso"] {
-            let tool = tools.as_array().expect("array").iter().find(|tool| tool["name"] == name).expect(name);
+            let tool = tools.iter().find(|tool| tool["name"] == name).expect(name);
             assert_eq!(tool["annotations"]["readOnlyHint"], true, "{name}");
             assert_eq!(tool["annotations"]["destructiveHint"], false, "{name}");
         }

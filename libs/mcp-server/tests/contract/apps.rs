@@ -31,7 +31,7 @@ impl rmcp::ClientHandler for RendersApps {
     }
 }
 
-async fn tool_list<H: rmcp::ClientHandler>(client: &RunningService<RoleClient, H>) -> Vec<Value> {
+pub(super) async fn tool_list<H: rmcp::ClientHandler>(client: &RunningService<RoleClient, H>) -> Vec<Value> {
     let tools = client.list_all_tools().await.expect("tools/list");
     serde_json::to_value(tools).expect("json").as_array().cloned().expect("array")
 }
