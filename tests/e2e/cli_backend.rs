@@ -59,7 +59,8 @@ fn help_never_shows_the_api_key_taken_from_the_environment() {
 
 #[test]
 fn a_short_confirmation_secret_fails_at_start_without_being_echoed() {
-    let database = std::env::temp_dir().join(format!("mcp-cursos-cli-test-secret-{}/cursos.db", std::process::id()));
+    let folder = tempfile::tempdir().expect("temp dir");
+    let database = folder.path().join("cursos.db");
     let output = Command::new(binary("mcp-cursos-backend"))
         .env("API_KEY", "chave-de-teste-longa-o-bastante")
         .env("CONFIRMATION_SECRET", "curto-demais")
@@ -71,9 +72,6 @@ fn a_short_confirmation_secret_fails_at_start_without_being_echoed() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("invalid CONFIRMATION_SECRET") && stderr.contains("at least 32 bytes"), "{stderr}");
     assert!(!stderr.contains("curto-demais"), "the secret is not echoed: {stderr}");
-    if let Some(folder) = database.parent() {
-        let _ = std::fs::remove_dir_all(folder);
-    }
 }
 
 #[test]
