@@ -1428,9 +1428,8 @@ async fn a_caller_of_one_catalog_reaches_nothing_of_another_on_both_eras() {
         let owner = attach(Answering::CONFIRMS, &azul, era).await;
         let stranger = attach(Answering::CONFIRMS, &verde, era).await;
         let title = format!("Rust {era:?}");
-        let created =
-            call_as(&owner, "criar_curso", json!({"titulo": title, "cargaHoraria": 10, "chaveIdempotencia": title}))
-                .await;
+        let arguments = json!({"titulo": title, "cargaHoraria": 10, "chaveIdempotencia": title});
+        let created = call_as(&owner, "criar_curso", arguments.clone()).await;
         let course = created.structured_content.expect("course");
         let id = course["id"].as_str().expect("id").to_owned();
         for uri in [format!("cursos://{id}"), format!("cursos://{id}/historico")] {
@@ -1447,9 +1446,7 @@ async fn a_caller_of_one_catalog_reaches_nothing_of_another_on_both_eras() {
         let archived = call_as(&stranger, "arquivar_curso", json!({"id": id})).await;
         assert_eq!(archived.is_error, Some(true));
         // The same title and idempotency key in the other catalog make another course.
-        let other =
-            call_as(&stranger, "criar_curso", json!({"titulo": title, "cargaHoraria": 10, "chaveIdempotencia": title}))
-                .await;
+        let other = call_as(&stranger, "criar_curso", arguments).await;
         assert_eq!(other.is_error, Some(false), "{other:?}");
         assert_ne!(other.structured_content.expect("course")["id"], course["id"]);
         let offered = stranger.complete(id_completion(&id[..8])).await.expect("complete").completion.values;
