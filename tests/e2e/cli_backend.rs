@@ -59,7 +59,8 @@ fn help_never_shows_the_api_key_taken_from_the_environment() {
 
 #[test]
 fn a_short_confirmation_secret_fails_at_start_without_being_echoed() {
-    let database = std::env::temp_dir().join(format!("mcp-cursos-cli-test-secret-{}/cursos.db", std::process::id()));
+    let folder = tempfile::tempdir().expect("temp dir");
+    let database = folder.path().join("cursos.db");
     let output = Command::new(binary("mcp-cursos-backend"))
         .env("API_KEY", "chave-de-teste-longa-o-bastante")
         .env("CONFIRMATION_SECRET", "curto-demais")
@@ -71,9 +72,6 @@ fn a_short_confirmation_secret_fails_at_start_without_being_echoed() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("invalid CONFIRMATION_SECRET") && stderr.contains("at least 32 bytes"), "{stderr}");
     assert!(!stderr.contains("curto-demais"), "the secret is not echoed: {stderr}");
-    if let Some(folder) = database.parent() {
-        let _ = std::fs::remove_dir_all(folder);
-    }
 }
 
 #[test]
@@ -143,6 +141,13 @@ fn backend() -> Command {
     let mut command = Command::new(binary("mcp-cursos-backend"));
     command.env_clear().env("RUST_LOG", "info").env("API_KEY", "chave-de-teste-longa-o-bastante").env("PORT", "0");
     command
+}
+
+/// `keys create --name ci --scope escrita` on `keys_file`, run to its end.
+fn create_ci_key(keys_file: &std::path::Path) -> std::process::Output {
+    let mut command = Command::new(binary("mcp-cursos-backend"));
+    command.env_clear().args(["keys", "create", "--name", "ci", "--scope", "escrita"]).env("KEYS_FILE", keys_file);
+    run_to_end(&mut command)
 }
 
 fn failed_with(output: &std::process::Output) -> String {
@@ -250,12 +255,7 @@ fn keys_create_makes_a_missing_folder_for_its_owner_only() {
     use std::os::unix::fs::PermissionsExt;
     let folder = tempfile::tempdir().expect("temp dir");
     let keys_file = folder.path().join("etc/mcp-cursos/keys");
-    let output = run_to_end(
-        Command::new(binary("mcp-cursos-backend"))
-            .env_clear()
-            .args(["keys", "create", "--name", "ci", "--scope", "escrita"])
-            .env("KEYS_FILE", &keys_file),
-    );
+    let output = create_ci_key(&keys_file);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stderr}");
     assert!(String::from_utf8_lossy(&output.stdout).starts_with("mcp_"), "the key is printed");
@@ -272,12 +272,7 @@ fn an_io_error_of_keys_create_is_printed_once() {
     // The keys file's folder cannot be created: its parent is a regular file.
     let folder = tempfile::tempdir().expect("temp dir");
     std::fs::write(folder.path().join("etc"), "").expect("file");
-    let output = run_to_end(
-        Command::new(binary("mcp-cursos-backend"))
-            .env_clear()
-            .args(["keys", "create", "--name", "ci", "--scope", "escrita"])
-            .env("KEYS_FILE", folder.path().join("etc/mcp-cursos/keys")),
-    );
+    let output = create_ci_key(&folder.path().join("etc/mcp-cursos/keys"));
     let stderr = failed_with(&output);
     assert_eq!(stderr.matches("Not a directory").count(), 1, "{stderr}");
 }
@@ -286,13 +281,7 @@ fn an_io_error_of_keys_create_is_printed_once() {
 fn check_passes_on_a_working_configuration_with_one_line_per_finding() {
     let folder = tempfile::tempdir().expect("temp dir");
     let keys_file = folder.path().join("keys");
-    let created = run_to_end(
-        Command::new(binary("mcp-cursos-backend"))
-            .env_clear()
-            .args(["keys", "create", "--name", "ci", "--scope", "escrita"])
-            .env("KEYS_FILE", &keys_file),
-    );
-    assert!(created.status.success());
+    assert!(create_ci_key(&keys_file).status.success());
     let database = folder.path().join("cursos.db");
     let output = run_to_end(
         backend()

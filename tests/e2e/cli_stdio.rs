@@ -52,48 +52,45 @@ fn stdio_app(folder: &std::path::Path) -> Command {
 
 #[test]
 fn a_database_path_that_is_a_folder_fails_at_once_with_sqlite_s_cause_and_the_setting() {
-    let folder = std::env::temp_dir().join(format!("mcp-cursos-stdio-folder-{}", std::process::id()));
-    std::fs::create_dir_all(&folder).expect("folder");
-    let output = run_to_end(stdio_app(&folder).env("DATABASE_PATH", &folder));
+    let temporary = tempfile::tempdir().expect("temp dir");
+    let folder = temporary.path();
+    let output = run_to_end(stdio_app(folder).env("DATABASE_PATH", folder));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success(), "{stderr}");
     let last = stderr.lines().last().unwrap_or_default();
     assert!(last.starts_with("Error: unable to open database file"), "the cause first: {stderr}");
     assert!(last.contains(&format!("DATABASE_PATH={}", folder.display())), "{stderr}");
-    let _ = std::fs::remove_dir_all(&folder);
 }
 
 #[test]
 fn a_database_url_that_is_not_postgresql_is_refused() {
-    let folder = std::env::temp_dir().join(format!("mcp-cursos-stdio-url-{}", std::process::id()));
-    std::fs::create_dir_all(&folder).expect("folder");
+    let temporary = tempfile::tempdir().expect("temp dir");
+    let folder = temporary.path();
     let database = folder.join("cursos.db");
     let output = run_to_end(
-        stdio_app(&folder).env("DATABASE_URL", "sqlite://senha-secreta@cursos").env("DATABASE_PATH", &database),
+        stdio_app(folder).env("DATABASE_URL", "sqlite://senha-secreta@cursos").env("DATABASE_PATH", &database),
     );
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success(), "{stderr}");
     assert!(stderr.contains("DATABASE_URL is set but is not a PostgreSQL URL"), "{stderr}");
     assert!(!stderr.contains("senha-secreta"), "{stderr}");
     assert!(!database.exists(), "SQLite was not used instead");
-    let _ = std::fs::remove_dir_all(&folder);
 }
 
 #[test]
 fn check_reports_the_database_on_one_line_and_exits_with_its_verdict() {
-    let folder = std::env::temp_dir().join(format!("mcp-cursos-stdio-check-{}", std::process::id()));
-    std::fs::create_dir_all(&folder).expect("folder");
+    let temporary = tempfile::tempdir().expect("temp dir");
+    let folder = temporary.path();
     let database = folder.join("cursos.db");
-    let good = run_to_end(stdio_app(&folder).arg("check").env("DATABASE_PATH", &database));
+    let good = run_to_end(stdio_app(folder).arg("check").env("DATABASE_PATH", &database));
     let stdout = String::from_utf8_lossy(&good.stdout);
     assert!(good.status.success(), "{stdout}");
     assert_eq!(stdout, format!("ok: database {} opened and migrated\n", database.display()));
 
-    let bad = run_to_end(stdio_app(&folder).arg("check").env("DATABASE_PATH", &folder));
+    let bad = run_to_end(stdio_app(folder).arg("check").env("DATABASE_PATH", folder));
     let stdout = String::from_utf8_lossy(&bad.stdout);
     assert_eq!(bad.status.code(), Some(1), "{stdout}");
     assert!(stdout.starts_with("error: unable to open database file") && stdout.contains("DATABASE_PATH="), "{stdout}");
-    let _ = std::fs::remove_dir_all(&folder);
 }
 
 /// SIGINT (Ctrl-C in a terminal, or a host stopping the app) ends the session as a closed stdin
@@ -102,9 +99,9 @@ fn check_reports_the_database_on_one_line_and_exits_with_its_verdict() {
 #[test]
 fn sigint_stops_the_app_gracefully_with_its_stopped_line() {
     use std::io::BufRead;
-    let folder = std::env::temp_dir().join(format!("mcp-cursos-stdio-sigint-{}", std::process::id()));
-    std::fs::create_dir_all(&folder).expect("folder");
-    let mut child = stdio_app(&folder)
+    let temporary = tempfile::tempdir().expect("temp dir");
+    let folder = temporary.path();
+    let mut child = stdio_app(folder)
         .env("DATABASE_PATH", folder.join("cursos.db"))
         // stdin stays open: the app waits for the host.
         .stdin(std::process::Stdio::piped())
@@ -139,7 +136,6 @@ fn sigint_stops_the_app_gracefully_with_its_stopped_line() {
     std::io::Read::read_to_string(&mut stderr, &mut rest).expect("read");
     assert!(status.success(), "{status}: {seen}{rest}");
     assert!(rest.contains("SIGINT received") && rest.contains("mcp-cursos-stdio stopped"), "{rest}");
-    let _ = std::fs::remove_dir_all(&folder);
 }
 
 #[test]

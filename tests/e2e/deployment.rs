@@ -18,13 +18,11 @@ fn initialize_body() -> String {
     .to_string()
 }
 
-fn post(backend: &Backend, body: String) -> reqwest::RequestBuilder {
-    reqwest::Client::new()
-        .post(&backend.mcp_url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2025-11-25")
-        .body(body)
+/// [`mcp_cursos_e2e::post`] of `body` with `mcp-protocol-version: 2025-11-25` and `headers`.
+async fn post(backend: &Backend, headers: &[(&str, &str)], body: String) -> reqwest::Response {
+    let mut all = vec![("mcp-protocol-version", "2025-11-25")];
+    all.extend_from_slice(headers);
+    mcp_cursos_e2e::post(&backend.mcp_url, &all, body).await
 }
 
 /// Polls `condition` on the lines collected so far until it holds, or fails after [`PATIENCE`].
@@ -66,12 +64,8 @@ async fn on_every_interface_without_allowed_hosts_probes_still_answer_and_a_refu
         assert_eq!(response.status(), StatusCode::OK, "/{probe} answers whatever the Host");
     }
 
-    let refused = post(&backend, initialize_body())
-        .header("authorization", format!("Bearer {KEY}"))
-        .header("host", &machine)
-        .send()
-        .await
-        .expect("request");
+    let bearer = format!("Bearer {KEY}");
+    let refused = post(&backend, &[("authorization", &bearer), ("host", &machine)], initialize_body()).await;
     assert_eq!(refused.status(), StatusCode::FORBIDDEN);
     let body: Value = refused.json().await.expect("json");
     assert_eq!(body["host"], machine.as_str(), "{body}");
@@ -79,12 +73,8 @@ async fn on_every_interface_without_allowed_hosts_probes_still_answer_and_a_refu
     let message = body["message"].as_str().expect("message");
     assert!(message.contains(&machine) && message.contains("ALLOWED_HOSTS"), "{message}");
 
-    let refused = post(&backend, initialize_body())
-        .header("authorization", format!("Bearer {KEY}"))
-        .header("origin", "https://app.example.com")
-        .send()
-        .await
-        .expect("request");
+    let headers = [("authorization", bearer.as_str()), ("origin", "https://app.example.com")];
+    let refused = post(&backend, &headers, initialize_body()).await;
     assert_eq!(refused.status(), StatusCode::FORBIDDEN);
     let body: Value = refused.json().await.expect("json");
     assert_eq!(body["origin"], "https://app.example.com", "{body}");
@@ -97,16 +87,11 @@ async fn deleting_a_live_session_answers_204_as_the_python_and_typescript_sdks_e
     let (_folder, database) = fresh_database();
     let backend = start_backend(&database, Some(KEY)).await;
     let bearer = format!("Bearer {KEY}");
-    let initialized = post(&backend, initialize_body()).header("authorization", &bearer).send().await.expect("init");
+    let initialized = post(&backend, &[("authorization", &bearer)], initialize_body()).await;
     assert_eq!(initialized.status(), StatusCode::OK);
     let session = initialized.headers().get("mcp-session-id").expect("session").to_str().expect("ascii").to_owned();
     let notice = json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
-    let accepted = post(&backend, notice)
-        .header("authorization", &bearer)
-        .header("mcp-session-id", &session)
-        .send()
-        .await
-        .expect("initialized");
+    let accepted = post(&backend, &[("authorization", &bearer), ("mcp-session-id", &session)], notice).await;
     assert_eq!(accepted.status(), StatusCode::ACCEPTED, "notices keep their 202");
     let delete = || {
         reqwest::Client::new()
@@ -120,12 +105,7 @@ async fn deleting_a_live_session_answers_204_as_the_python_and_typescript_sdks_e
     assert_eq!(deleted.status(), StatusCode::NO_CONTENT);
     assert!(deleted.bytes().await.expect("body").is_empty());
     let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).to_string();
-    let after = post(&backend, list)
-        .header("authorization", &bearer)
-        .header("mcp-session-id", &session)
-        .send()
-        .await
-        .expect("after");
+    let after = post(&backend, &[("authorization", &bearer), ("mcp-session-id", &session)], list).await;
     assert_eq!(after.status(), StatusCode::NOT_FOUND, "the session is gone");
     assert!(backend.stop().await.success());
 }
@@ -170,22 +150,13 @@ async fn with_log_format_json_each_mcp_request_is_one_json_event_with_its_fields
     let (_folder, database) = fresh_database();
     let backend = start_backend_with(&database, Some(KEY), &[("LOG_FORMAT", "json")]).await;
     let client = backend.client(Era::Initialize).await;
-    let arguments = json!({"titulo": "Observabilidade", "cargaHoraria": 8}).as_object().cloned().expect("object");
-    client
-        .call_tool(rmcp::model::CallToolRequestParams::new("criar_curso").with_arguments(arguments))
-        .await
-        .expect("call");
+    let arguments = json!({"titulo": "Observabilidade", "cargaHoraria": 8});
+    mcp_cursos_e2e::try_call(&client, "criar_curso", arguments).await.expect("call");
     client.cancel().await.expect("close");
     // A refused request (no session): its outcome is logged too.
-    let refused = post(
-        &backend,
-        json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "nao_existe", "arguments": {}}})
-            .to_string(),
-    )
-    .header("authorization", format!("Bearer {KEY}"))
-    .send()
-    .await
-    .expect("request");
+    let unknown =
+        json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "nao_existe", "arguments": {}}});
+    let refused = post(&backend, &[("authorization", &format!("Bearer {KEY}"))], unknown.to_string()).await;
     drop(refused.bytes().await);
     let events = |text: &str| -> Vec<Value> {
         text.lines()

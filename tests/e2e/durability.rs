@@ -61,12 +61,13 @@ async fn five_writes_are_refused(client: &Client, database: &Path, why: &str) {
 }
 
 /// Stops `backend`, starts it again on `database` and checks the catalog holds every
-/// acknowledged write, and only those.
+/// acknowledged write, and only those, and that it is ready.
 async fn after_a_restart_exactly(backend: Backend, database: &Path, acknowledged: &[String]) {
     backend.stop().await;
     let restarted = start_backend(database, Some(KEY)).await;
     let client = restarted.client(Era::Initialize).await;
     assert_eq!(catalog_ids(&client).await, acknowledged, "every acknowledged write, and only those");
+    assert_eq!(ready(&restarted).await.0, 200);
     drop(client);
     restarted.stop().await;
 }
@@ -98,15 +99,8 @@ async fn a_database_file_deleted_while_running_refuses_writes_fails_readiness_an
     assert!(!body.to_string().contains("cursos.db"), "no path in {body}");
     assert!(backend.stderr.all().contains("cursos.db"), "the log names the file");
     drop(client);
-    backend.stop().await;
-
     // The restart opens a new, empty file: no write after the deletion was acknowledged, so none is missing.
-    let restarted = start_backend(&database, Some(KEY)).await;
-    let client = restarted.client(Era::Initialize).await;
-    assert_eq!(catalog_ids(&client).await, Vec::<String>::new());
-    assert_eq!(ready(&restarted).await.0, 200);
-    drop(client);
-    restarted.stop().await;
+    after_a_restart_exactly(backend, &database, &[]).await;
 }
 
 /// Makes a file unwritable for this process: `chattr +i` as root (root ignores permission bits),

@@ -26,7 +26,7 @@ fn create_body(titulo: &str) -> String {
 }
 
 /// [`mcp_cursos_e2e::post`], with `mcp-protocol-version: 2025-11-25` unless `headers` name one.
-async fn post(backend: &Backend, headers: &[(&str, &str)], body: String) -> reqwest::Response {
+async fn post(backend: &Backend, headers: &[(&str, &str)], body: impl Into<reqwest::Body>) -> reqwest::Response {
     let mut all = headers.to_vec();
     if !headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("mcp-protocol-version")) {
         all.insert(0, ("mcp-protocol-version", "2025-11-25"));
@@ -48,12 +48,7 @@ async fn without_session(backend: &Backend, bearer: &str, method: reqwest::Metho
 
 async fn total(backend: &Backend) -> u64 {
     let client = backend.client(Era::Initialize).await;
-    let result = client
-        .read_resource(rmcp::model::ReadResourceRequestParams::new("cursos://catalogo"))
-        .await
-        .expect("read catalog");
-    let result = json!(result);
-    let catalog: Value = serde_json::from_str(result["contents"][0]["text"].as_str().expect("text")).expect("json");
+    let catalog = mcp_cursos_e2e::read_json(&client, "cursos://catalogo").await;
     client.cancel().await.expect("close");
     catalog["total"].as_u64().expect("total")
 }
@@ -94,8 +89,7 @@ async fn in_stateless_mode_only_post_is_served_and_no_session_is_kept() {
         assert_eq!(client.list_all_tools().await.expect("tools").len(), 3, "{era:?}");
         client.cancel().await.expect("close");
     }
-    let health: Value =
-        reqwest::get(format!("{}/health", backend.base_url)).await.expect("health").json().await.expect("json");
+    let health = backend.health().await;
     assert_eq!(health["sessions"], Value::Null, "stateless: no session manager");
     assert!(backend.stop().await.success());
 }
@@ -114,7 +108,7 @@ async fn sessions_are_closed_by_delete_and_unknown_afterwards() {
     let accepted =
         post(&backend, &[("authorization", &bearer), ("mcp-session-id", &session)], initialized_notice).await;
     assert_eq!(accepted.status(), StatusCode::ACCEPTED);
-    let health = poll_health(&backend, |health| health["subscriptions"]["sessions"] == 1).await;
+    let health = backend.poll_health("health never got there", |health| health["subscriptions"]["sessions"] == 1).await;
     assert_eq!(health["sessions"], 1, "one MCP session, known to the hub once initialized");
 
     let deleted = reqwest::Client::new()
@@ -128,25 +122,10 @@ async fn sessions_are_closed_by_delete_and_unknown_afterwards() {
     let list = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}).to_string();
     let after = post(&backend, &[("authorization", &bearer), ("mcp-session-id", &session)], list).await;
     assert_eq!(after.status(), StatusCode::NOT_FOUND, "a closed session is unknown");
-    let health: Value =
-        reqwest::get(format!("{}/health", backend.base_url)).await.expect("health").json().await.expect("json");
+    let health = backend.health().await;
     assert_eq!(health["sessions"], 0, "nothing left behind");
     assert_eq!(health["subscriptions"]["sessions"], 0, "the hub let go of the closed session too");
     assert!(backend.stop().await.success());
-}
-
-/// Reads `/health` until `ready` holds (bounded by the support's patience).
-async fn poll_health(backend: &Backend, ready: impl Fn(&Value) -> bool) -> Value {
-    let deadline = tokio::time::Instant::now() + crate::support::PATIENCE;
-    loop {
-        let health: Value =
-            reqwest::get(format!("{}/health", backend.base_url)).await.expect("health").json().await.expect("json");
-        if ready(&health) {
-            return health;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "health never got there: {health}");
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -162,8 +141,11 @@ async fn abandoned_sessions_expire_when_idle_and_leave_nothing_behind() {
         post(&backend, &[("authorization", &bearer), ("mcp-session-id", &session)], notice).await;
         // Never deleted: the client just goes away.
     }
-    let health =
-        poll_health(&backend, |health| health["sessions"] == 0 && health["subscriptions"]["sessions"] == 0).await;
+    let health = backend
+        .poll_health("health never got there", |health| {
+            health["sessions"] == 0 && health["subscriptions"]["sessions"] == 0
+        })
+        .await;
     assert_eq!(health["status"], "ok");
     let client = backend.client(Era::Initialize).await;
     assert_eq!(client.list_all_tools().await.expect("still serving").len(), 3);
@@ -271,16 +253,7 @@ async fn bodies_that_are_not_jsonrpc_get_400_with_a_jsonrpc_error_and_nothing_ru
         ("no method", br#"{"jsonrpc":"2.0","id":1}"#.to_vec(), -32600),
     ];
     for (case, body, code) in cases {
-        let response = reqwest::Client::new()
-            .post(&backend.mcp_url)
-            .header("authorization", &bearer)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", "2025-11-25")
-            .body(body)
-            .send()
-            .await
-            .expect("HTTP request");
+        let response = post(&backend, &[("authorization", &bearer)], body).await;
         assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{case}");
         let message: Value = response.json().await.unwrap_or_else(|error| panic!("{case}: a JSON body: {error}"));
         assert_eq!(message["jsonrpc"], "2.0", "{case}: {message}");

@@ -3,10 +3,9 @@
 
 use std::time::Duration;
 
-use rmcp::model::{
-    ArgumentInfo, CompleteRequestParams, Reference, ServerNotification, SubscribeRequestParams, SubscriptionFilter,
-};
-use rmcp::{RoleClient, ServiceError};
+use mcp_cursos_e2e::{catalog_pages, course_uri, id_completion, listen_refusal, protocol_error};
+use rmcp::RoleClient;
+use rmcp::model::{ServerNotification, SubscribeRequestParams, SubscriptionFilter};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
@@ -23,29 +22,22 @@ fn recorder() -> (Recorder, mpsc::UnboundedReceiver<String>) {
 /// Waits (bounded) until every notice in `expected` has arrived, in any order (notifications
 /// may travel on different streams); other notices may come too.
 async fn wait_for_all(receiver: &mut mpsc::UnboundedReceiver<String>, expected: &[String]) {
-    let mut missing: Vec<String> = expected.to_vec();
-    let mut seen = Vec::new();
-    let arrived = tokio::time::timeout(PATIENCE, async {
-        while !missing.is_empty() {
-            let Some(notice) = receiver.recv().await else { return false };
-            missing.retain(|wanted| *wanted != notice);
-            seen.push(notice);
-        }
-        true
-    })
-    .await;
-    assert_eq!(arrived, Ok(true), "waited for {expected:?}, saw {seen:?}");
+    wait_for_all_of(expected, async || receiver.recv().await).await;
 }
 
 async fn wait_for_all_in_stream(subscription: &mut rmcp::service::Subscription, expected: &[String]) {
+    wait_for_all_of(expected, async || subscription.next().await.ok().flatten().map(|notice| describe(&notice))).await;
+}
+
+/// [`wait_for_all`] of the notices `next` gives (`None` once there can be no more).
+async fn wait_for_all_of(expected: &[String], mut next: impl AsyncFnMut() -> Option<String>) {
     let mut missing: Vec<String> = expected.to_vec();
     let mut seen = Vec::new();
     let arrived = tokio::time::timeout(PATIENCE, async {
         while !missing.is_empty() {
-            let Ok(Some(notice)) = subscription.next().await else { return false };
-            let label = describe(&notice);
-            missing.retain(|wanted| *wanted != label);
-            seen.push(label);
+            let Some(notice) = next().await else { return false };
+            missing.retain(|wanted| *wanted != notice);
+            seen.push(notice);
         }
         true
     })
@@ -84,7 +76,7 @@ async fn over_http_a_change_by_one_client_reaches_the_subscribers_of_every_other
     let backend = start_backend(&database, Some("chave-ao-vivo")).await;
     let writer = backend.client(Era::Discover).await;
     let course = create(&writer, "Ao vivo").await;
-    let course_uri = format!("cursos://{}", course["id"].as_str().expect("id"));
+    let course_uri = course_uri(&course);
 
     let (handler, mut legacy_notices) = recorder();
     let legacy = backend.client_with(handler, Era::Initialize).await;
@@ -99,8 +91,7 @@ async fn over_http_a_change_by_one_client_reaches_the_subscribers_of_every_other
     wait_for_all(&mut legacy_notices, &expected).await;
     wait_for_all_in_stream(&mut stream, &expected).await;
 
-    let health: Value =
-        reqwest::get(format!("{}/health", backend.base_url)).await.expect("health").json().await.expect("json");
+    let health = backend.health().await;
     assert_eq!(health["subscriptions"]["resources"], 1);
     assert_eq!(health["subscriptions"]["listenStreams"], 1);
 
@@ -120,7 +111,7 @@ async fn over_stdio_a_session_hears_of_its_own_changes_on_both_eras() {
     let (legacy, _stderr) = stdio_client_with(handler, &database, Era::Initialize).await;
     let course = create(&legacy, "Pelo stdio").await;
     wait_for_all(&mut notices, &["list_changed".to_owned()]).await;
-    let course_uri = format!("cursos://{}", course["id"].as_str().expect("id"));
+    let course_uri = course_uri(&course);
     legacy.subscribe(SubscribeRequestParams::new(course_uri.clone())).await.expect("subscribe");
     rename(&legacy, &course["id"], "Pelo stdio 2").await;
     wait_for_all(&mut notices, &[format!("updated {course_uri}")]).await;
@@ -144,12 +135,9 @@ async fn a_stateless_backend_streams_2026_subscriptions_and_refuses_2025_ones_wi
     let (_folder, database) = fresh_database();
     let backend = start_backend_with(&database, Some("chave-sem-sessao"), &[("SESSION_MODE", "stateless")]).await;
     let legacy = backend.client(Era::Initialize).await;
-    match legacy.subscribe(SubscribeRequestParams::new("cursos://catalogo")).await {
-        Err(ServiceError::McpError(error)) => {
-            assert!(error.message.contains("subscriptions/listen"), "{}", error.message);
-        }
-        other => panic!("expected a refusal, got {other:?}"),
-    }
+    let refused = legacy.subscribe(SubscribeRequestParams::new("cursos://catalogo")).await;
+    let error = protocol_error(refused, "resources/subscribe");
+    assert!(error.message.contains("subscriptions/listen"), "{}", error.message);
     let modern = backend.client(Era::Discover).await;
     let mut stream =
         modern.listen(SubscriptionFilter::builder().resources_list_changed().build()).await.expect("listen");
@@ -170,10 +158,7 @@ async fn course_ids_complete_by_title_over_both_transports_and_eras() {
         let http = backend.client(era).await;
         let course = create(&stdio, &format!("Arquitetura Hexagonal {era:?}")).await;
         for client in [&stdio, &http] {
-            let request = CompleteRequestParams::new(
-                Reference::for_resource("cursos://{uuid}"),
-                ArgumentInfo::new("uuid", format!("hexagonal {era:?}").to_lowercase()),
-            );
+            let request = id_completion(format!("hexagonal {era:?}").to_lowercase());
             let result = tokio::time::timeout(Duration::from_secs(30), client.complete(request))
                 .await
                 .expect("in time")
@@ -213,7 +198,7 @@ async fn three_replicas_on_one_postgresql_database_share_writes_and_live_updates
     // A write through the third replica.
     let writer = third.client(Era::Discover).await;
     let course = create(&writer, "Réplicas").await;
-    let course_uri = format!("cursos://{}", course["id"].as_str().expect("id"));
+    let course_uri = course_uri(&course);
     let expected = ["updated cursos://catalogo".to_owned(), "list_changed".to_owned()];
     wait_for_all(&mut legacy_notices, &expected).await;
     wait_for_all_in_stream(&mut stream, &expected).await;
@@ -270,7 +255,7 @@ async fn the_stdio_app_and_the_backend_on_one_sqlite_file_hear_each_others_chang
     let (stdio_handler, mut stdio_legacy_notices) = recorder();
     let (stdio_legacy, _stderr) = stdio_client_with(stdio_handler, &database, Era::Initialize).await;
     let course = create(&stdio_legacy, "Arquivo comum").await;
-    let course_uri = format!("cursos://{}", course["id"].as_str().expect("id"));
+    let course_uri = course_uri(&course);
     wait_for_all(&mut http_legacy_notices, &catalog_expected).await;
     wait_for_all_in_stream(&mut http_stream, &catalog_expected).await;
     // (The stdio session heard of its own creation: consumed, so it cannot stand for what follows.)
@@ -297,11 +282,6 @@ async fn the_stdio_app_and_the_backend_on_one_sqlite_file_hear_each_others_chang
         client.cancel().await.expect("close");
     }
     assert!(backend.stop().await.success());
-}
-
-/// `count` catalog pages, each a URI of this server that every write touches.
-fn catalog_pages(count: usize) -> Vec<String> {
-    (1..=count).map(|page| format!("cursos://catalogo?pagina={page}")).collect()
 }
 
 /// Sends a raw HTTP request on a socket with a tiny receive buffer, reads the response's status
@@ -372,18 +352,6 @@ async fn raw_legacy_session(backend: &crate::support::Backend, uris: &[String]) 
     session
 }
 
-async fn poll_health(backend: &crate::support::Backend, what: &str, done: impl Fn(&Value) -> bool) -> Value {
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    loop {
-        let health = backend.health().await;
-        if done(&health) {
-            return health;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "{what}: {health}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 /// Issue 13, item 1, through the real backend: a 2025-era session whose GET stream is never
 /// read and a 2026-07-28 listen stream that is never read, both subscribed to many catalog pages,
 /// never delay a well-behaved subscriber of either era; both are dropped, and the stuck session
@@ -429,10 +397,11 @@ async fn subscribers_that_stop_reading_never_delay_the_others_and_are_dropped_an
     let modern = backend.client(Era::Discover).await;
     let filter = SubscriptionFilter::builder().resource_subscription("cursos://catalogo").build();
     let mut stream = modern.listen(filter).await.expect("subscriptions/listen");
-    let before = poll_health(&backend, "every listener open", |health| {
-        health["subscriptions"]["listenStreams"] == 2 && health["sessions"] == 2
-    })
-    .await;
+    let before = backend
+        .poll_health("every listener open", |health| {
+            health["subscriptions"]["listenStreams"] == 2 && health["sessions"] == 2
+        })
+        .await;
     assert_eq!(before["subscriptions"]["resources"], 601, "{before}");
 
     let writer = backend.client(Era::Discover).await;
@@ -452,7 +421,7 @@ async fn subscribers_that_stop_reading_never_delay_the_others_and_are_dropped_an
             number += 1;
         }
     }
-    let after = poll_health(&backend, "the stuck listeners dropped", dropped).await;
+    let after = backend.poll_health("the stuck listeners dropped", dropped).await;
     assert_eq!(after["subscriptions"]["resources"], 1, "{after}");
     assert_eq!(after["subscriptions"]["sessions"], 1, "{after}");
     assert!(backend.stderr.all().contains("stopped reading"), "the drop is logged");
@@ -484,18 +453,6 @@ async fn subscribers_that_stop_reading_never_delay_the_others_and_are_dropped_an
 /// `keys create` on `keys_file`: the new key.
 fn new_key(keys_file: &std::path::Path, name: &str, scope: &str) -> String {
     crate::support::new_key(keys_file, &["--name", name, "--scope", scope])
-}
-
-/// The refusal of a listen request: acknowledged as accepting nothing, then ended with the error.
-async fn listen_refusal(client: &crate::support::Client, filter: SubscriptionFilter) -> rmcp::ErrorData {
-    match client.listen(filter).await {
-        Err(ServiceError::McpError(error)) => error,
-        Ok(mut subscription) => match tokio::time::timeout(PATIENCE, subscription.next()).await {
-            Ok(Err(ServiceError::McpError(error))) => error,
-            other => panic!("expected the stream to end with a refusal, got {other:?}"),
-        },
-        Err(other) => panic!("expected a refusal, got {other:?}"),
-    }
 }
 
 /// Issue 13, item 2, through the real backend: a read-only key may listen, but only to this

@@ -1,7 +1,8 @@
 //! What operators watch: `/ready` (the database answers) and `/metrics` (Prometheus), on the real
 //! backend.
 
-use rmcp::model::{CallToolRequestParams, ReadResourceRequestParams};
+use mcp_cursos_e2e::try_call;
+use rmcp::model::ReadResourceRequestParams;
 use serde_json::json;
 
 use crate::support::{Era, PostgresSchema, fresh_database, start_backend, start_backend_with};
@@ -17,9 +18,9 @@ async fn metrics_count_requests_by_method_and_status_with_sessions_and_the_pool(
     let backend = start_backend_with(&database, Some("chave-de-metricas"), &[("METRICS", "true")]).await;
     let client = backend.client(Era::Initialize).await;
     for number in 0..3 {
-        let arguments = json!({"titulo": format!("Curso {number}"), "cargaHoraria": 10});
-        let arguments = arguments.as_object().cloned().expect("object");
-        client.call_tool(CallToolRequestParams::new("criar_curso").with_arguments(arguments)).await.expect("created");
+        try_call(&client, "criar_curso", json!({"titulo": format!("Curso {number}"), "cargaHoraria": 10}))
+            .await
+            .expect("created");
     }
     client.read_resource(ReadResourceRequestParams::new("cursos://catalogo")).await.expect("read");
     let refused = reqwest::Client::new().post(&backend.mcp_url).body("{}").send().await.expect("request");
@@ -56,8 +57,7 @@ async fn metrics_are_off_unless_enabled_and_ready_answers_once_the_database_does
     let (_folder, database) = fresh_database();
     let backend = start_backend(&database, Some("chave-de-prontidao")).await;
     let client = backend.client(Era::Discover).await;
-    let arguments = json!({"titulo": "Rust", "cargaHoraria": 10}).as_object().cloned().expect("object");
-    client.call_tool(CallToolRequestParams::new("criar_curso").with_arguments(arguments)).await.expect("created");
+    try_call(&client, "criar_curso", json!({"titulo": "Rust", "cargaHoraria": 10})).await.expect("created");
     let metrics = reqwest::get(format!("{}/metrics", backend.base_url)).await.expect("metrics");
     assert_eq!(metrics.status(), 404);
     let ready = reqwest::get(format!("{}/ready", backend.base_url)).await.expect("ready");

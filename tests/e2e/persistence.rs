@@ -1,7 +1,6 @@
 //! The data outlives the processes, and the two apps can share one database file.
 
-use mcp_cursos_e2e::{create, read_json as read};
-use rmcp::model::CallToolRequestParams;
+use mcp_cursos_e2e::{call, course_uri, create, read_json as read};
 use serde_json::json;
 
 use crate::support::{ERAS, Era, fresh_database, start_backend, stdio_client};
@@ -18,7 +17,7 @@ async fn courses_survive_a_restart_of_the_backend() {
     let backend = start_backend(&database, Some("chave-persistencia")).await;
     for era in ERAS {
         let client = backend.client(era).await;
-        let uri = format!("cursos://{}", created["id"].as_str().expect("id"));
+        let uri = course_uri(&created);
         assert_eq!(read(&client, &uri).await, created, "{era:?}");
         client.cancel().await.expect("close");
     }
@@ -34,8 +33,8 @@ async fn the_stdio_app_and_the_backend_share_one_database_file() {
 
     let from_stdio = create(&over_stdio, "Criado pelo stdio").await["structuredContent"].clone();
     let from_http = create(&over_http, "Criado pelo HTTP").await["structuredContent"].clone();
-    assert_eq!(read(&over_http, &format!("cursos://{}", from_stdio["id"].as_str().expect("id"))).await, from_stdio);
-    assert_eq!(read(&over_stdio, &format!("cursos://{}", from_http["id"].as_str().expect("id"))).await, from_http);
+    assert_eq!(read(&over_http, &course_uri(&from_stdio)).await, from_stdio);
+    assert_eq!(read(&over_stdio, &course_uri(&from_http)).await, from_http);
 
     let duplicate = create(&over_http, "criado PELO stdio").await;
     assert_eq!(duplicate["isError"], true, "the title rule holds across processes: {duplicate}");
@@ -56,18 +55,13 @@ async fn a_course_the_backend_read_again_and_again_is_read_anew_once_the_stdio_a
     let over_http = backend.client(Era::Initialize).await;
     let (over_stdio, _stderr) = stdio_client(&database, Era::Initialize).await;
     let created = create(&over_http, "Lido muitas vezes").await["structuredContent"].clone();
-    let uri = format!("cursos://{}", created["id"].as_str().expect("id"));
+    let uri = course_uri(&created);
     for round in 1..=3 {
         for _ in 0..3 {
             assert_eq!(read(&over_http, &uri).await["versao"], round, "round {round}");
         }
-        let arguments = json!({"id": created["id"], "cargaHoraria": 8 + round}).as_object().cloned().expect("object");
-        let updated = json!(
-            over_stdio
-                .call_tool(CallToolRequestParams::new("atualizar_curso").with_arguments(arguments))
-                .await
-                .expect("call")
-        );
+        let arguments = json!({"id": created["id"], "cargaHoraria": 8 + round});
+        let updated = json!(call(&over_stdio, "atualizar_curso", arguments).await);
         assert_eq!(updated["isError"], false, "{updated}");
         // No wait: the stdio app answered, so the change is committed.
         let read_after = read(&over_http, &uri).await;

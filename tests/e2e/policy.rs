@@ -3,19 +3,14 @@
 //! start with an invalid file refused naming the setting; the old tool names over stdio.
 
 use std::path::Path;
-use std::time::Duration;
 
-use mcp_cursos_e2e::{ListsRecorder, read_json, try_call as call};
+use mcp_cursos_e2e::{ListsRecorder, course_uri, next_notice, protocol_error, read_json, tool_names, try_call as call};
+use rmcp::ServiceError;
 use rmcp::model::SubscriptionFilter;
-use rmcp::{RoleClient, ServiceError};
 use serde_json::json;
 use tokio::sync::mpsc;
 
 use crate::support::{Era, PATIENCE, binary, fresh_database, run_to_end, start_backend_with, stdio_client_with_env};
-
-async fn next_notice(received: &mut mpsc::UnboundedReceiver<String>) -> String {
-    tokio::time::timeout(PATIENCE, received.recv()).await.expect("a notice in time").expect("connected")
-}
 
 /// What an operator's editor or script does: write a temporary file, then rename it over the old.
 fn write_policy(path: &Path, text: &str) {
@@ -24,21 +19,10 @@ fn write_policy(path: &Path, text: &str) {
     std::fs::rename(&temporary, path).expect("rename");
 }
 
-async fn tool_names<H: rmcp::ClientHandler>(client: &rmcp::service::RunningService<RoleClient, H>) -> Vec<String> {
-    let mut names: Vec<String> =
-        client.list_all_tools().await.expect("tools/list").into_iter().map(|tool| tool.name.to_string()).collect();
-    names.sort();
-    names
-}
-
 fn refusal_message(outcome: Result<rmcp::model::CallToolResult, ServiceError>) -> String {
-    match outcome {
-        Err(ServiceError::McpError(error)) => {
-            assert_eq!(error.code, rmcp::model::ErrorCode::INVALID_PARAMS);
-            error.message.to_string()
-        }
-        other => panic!("expected a -32602 refusal, got {other:?}"),
-    }
+    let error = protocol_error(outcome, "a -32602 refusal");
+    assert_eq!(error.code, rmcp::model::ErrorCode::INVALID_PARAMS);
+    error.message.to_string()
 }
 
 #[tokio::test]
@@ -60,7 +44,7 @@ async fn an_operator_puts_a_running_backend_in_read_only_mode_and_back_through_t
     let mut stream = modern.listen(filter).await.expect("subscriptions/listen");
     let created = call(&session, "criar_curso", json!({"titulo": "Rust", "cargaHoraria": 10})).await.expect("created");
     let course = created.structured_content.expect("the course");
-    let course_uri = format!("cursos://{}", course["id"].as_str().expect("id"));
+    let course_uri = course_uri(&course);
 
     write_policy(&policy_file, "somente-leitura\n");
     // Both eras are told, within the reload interval: a 2025 session and a 2026 listen stream.
@@ -85,11 +69,7 @@ async fn an_operator_puts_a_running_backend_in_read_only_mode_and_back_through_t
 
     // A typo keeps the policy in force (and says so in the log), it never re-enables a tool.
     write_policy(&policy_file, "desativar ferramenta criar-curso\n");
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    while !backend.stderr.all().contains("the policy file is not valid") {
-        assert!(tokio::time::Instant::now() < deadline, "the bad edit was never reported:\n{}", backend.stderr.all());
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    backend.wait_for_log("the policy file is not valid").await;
     assert!(tool_names(&session).await.is_empty(), "still read-only");
 
     write_policy(&policy_file, "# de volta\n");

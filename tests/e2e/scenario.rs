@@ -141,12 +141,8 @@ async fn call<H: ClientHandler>(client: &RunningService<RoleClient, H>, tool: &s
 }
 
 fn error_json(outcome: Result<(), ServiceError>) -> Value {
-    match outcome {
-        Err(ServiceError::McpError(error)) => {
-            json!({"code": error.code.0, "message": error.message, "data": error.data})
-        }
-        other => panic!("expected a protocol error, got {other:?}"),
-    }
+    let error = mcp_cursos_e2e::protocol_error(outcome, "a scenario step");
+    json!({"code": error.code.0, "message": error.message, "data": error.data})
 }
 
 /// Replaces the given ids and every RFC 3339 timestamp, which differ from run to run.

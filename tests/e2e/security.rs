@@ -7,9 +7,9 @@
 
 use std::path::Path;
 
-use mcp_cursos_e2e::{create, read_json};
+use mcp_cursos_e2e::{create, protocol_error, read_json, try_call};
 use reqwest::StatusCode;
-use rmcp::model::{CallToolRequestParams, GetPromptRequestParams};
+use rmcp::model::GetPromptRequestParams;
 use serde_json::{Value, json};
 
 use crate::support::{Backend, ERAS, Era, PATIENCE, binary, fresh_database, keys, start_backend_with_keys_file};
@@ -126,15 +126,6 @@ async fn poll_until_status(backend: &Backend, key: &str, expected: StatusCode) {
         }
         assert!(tokio::time::Instant::now() < deadline, "still {status}, never {expected}");
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-}
-
-/// Waits until the backend's log contains `text`.
-async fn poll_logs(backend: &Backend, text: &str) {
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    while !backend.stderr.all().contains(text) {
-        assert!(tokio::time::Instant::now() < deadline, "never logged {text:?}:\n{}", backend.stderr.all());
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
 }
 
@@ -261,14 +252,9 @@ async fn a_read_key_never_sees_nor_calls_a_writing_tool_but_reads_everything_on_
             assert!(tools.iter().all(|listed| listed.name != tool), "{era:?}: {tool} is hidden from a read key");
         }
         for tool in WRITING_TOOLS {
-            let arguments = json!({"titulo": "Invasor", "cargaHoraria": 10, "id": created["structuredContent"]["id"]})
-                .as_object()
-                .cloned()
-                .expect("object");
-            let refused = reading.call_tool(CallToolRequestParams::new(tool).with_arguments(arguments)).await;
-            let Err(rmcp::ServiceError::McpError(error)) = refused else {
-                panic!("{era:?}: {tool} must be refused with a protocol error, got {refused:?}");
-            };
+            let arguments = json!({"titulo": "Invasor", "cargaHoraria": 10, "id": created["structuredContent"]["id"]});
+            let refused = try_call(&reading, tool, arguments).await;
+            let error = protocol_error(refused, &format!("{era:?}: {tool} must be refused"));
             assert_eq!(error.code.0, -32602, "{era:?}: {tool}: {error:?}");
             assert!(error.message.contains("leitura"), "the message names the scope: {}", error.message);
         }
@@ -311,7 +297,7 @@ async fn keys_added_or_revoked_with_the_commands_count_without_a_restart() {
     reading.cancel().await.expect("close");
 
     std::fs::write(&keys_file, "meio-escri").expect("a half-written file");
-    poll_logs(&backend, "the keys file is not valid").await;
+    backend.wait_for_log("the keys file is not valid").await;
     assert_eq!(catalog(&backend, &staying).await["total"], 0, "a broken file keeps the keys loaded before");
     assert!(backend.stderr.all().contains("keys file reloaded"), "reloads are logged by name");
     assert_no_key_in_logs(&backend, &[&staying, &leaving, &added]);

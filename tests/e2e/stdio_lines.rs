@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout};
 
-use crate::support::{PATIENCE, binary, fresh_database};
+use crate::support::{PATIENCE, fresh_database, spawn_raw_stdio};
 
 /// The bound the stdio app documents (`mcp_cursos_stdio::MAX_LINE_BYTES`).
 const MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
@@ -27,16 +27,7 @@ struct RawStdio {
 impl RawStdio {
     fn start() -> Self {
         let (folder, database) = fresh_database();
-        let mut child = tokio::process::Command::new(binary("mcp-cursos-stdio"))
-            .env_clear()
-            .env("DATABASE_PATH", &database)
-            .env("RUST_LOG", "warn")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("spawn");
+        let mut child = spawn_raw_stdio(&database, &[("RUST_LOG", "warn")], Stdio::null());
         let stdin = child.stdin.take();
         let stdout = BufReader::new(child.stdout.take().expect("stdout")).lines();
         Self { child, stdin, stdout, _folder: folder }

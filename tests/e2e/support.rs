@@ -222,8 +222,7 @@ impl Backend {
 
     /// An MCP client over Streamable HTTP presenting `key`.
     pub(crate) async fn client_with_key(&self, key: &str, era: Era) -> Client {
-        let config = StreamableHttpClientTransportConfig::with_uri(self.mcp_url.clone()).auth_header(key.to_owned());
-        connect_with((), StreamableHttpClientTransport::from_config(config), era).await
+        self.client_with_handler_and_key((), key, era).await
     }
 
     /// An MCP client with its own handler (to receive notifications).
@@ -232,9 +231,7 @@ impl Backend {
         handler: H,
         era: Era,
     ) -> RunningService<RoleClient, H> {
-        let config =
-            StreamableHttpClientTransportConfig::with_uri(self.mcp_url.clone()).auth_header(self.api_key.clone());
-        connect_with(handler, StreamableHttpClientTransport::from_config(config), era).await
+        self.client_with_handler_and_key(handler, &self.api_key, era).await
     }
 
     /// An MCP client with its own handler, presenting `key`.
@@ -255,6 +252,21 @@ impl Backend {
         assert!(status.success());
         tokio::time::timeout(PATIENCE, self.child.wait()).await.expect("stopped in time").expect("exit status")
     }
+}
+
+/// `mcp-cursos-stdio` on `database` with only `environment` besides, its stdin and stdout piped
+/// for raw bytes and its stderr to `stderr`; killed when dropped.
+pub(crate) fn spawn_raw_stdio(database: &Path, environment: &[(&str, &str)], stderr: Stdio) -> Child {
+    Command::new(binary("mcp-cursos-stdio"))
+        .env_clear()
+        .env("DATABASE_PATH", database)
+        .envs(environment.iter().copied())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(stderr)
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn the stdio app")
 }
 
 /// An MCP client connected to a fresh `mcp-cursos-stdio` child process.
@@ -321,6 +333,28 @@ impl Backend {
         tokio::time::timeout(PATIENCE, self.child.wait()).await.expect("killed in time").expect("exit status")
     }
 
+    /// Reads `/health` until `done` holds, bounded by [`PATIENCE`]; fails naming `what`.
+    pub(crate) async fn poll_health(&self, what: &str, done: impl Fn(&serde_json::Value) -> bool) -> serde_json::Value {
+        let deadline = tokio::time::Instant::now() + PATIENCE;
+        loop {
+            let health = self.health().await;
+            if done(&health) {
+                return health;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "{what}: {health}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Waits (bounded by [`PATIENCE`]) until the backend's log (its stderr) contains `text`.
+    pub(crate) async fn wait_for_log(&self, text: &str) {
+        let deadline = tokio::time::Instant::now() + PATIENCE;
+        while !self.stderr.all().contains(text) {
+            assert!(tokio::time::Instant::now() < deadline, "never logged {text:?}:\n{}", self.stderr.all());
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     /// `GET /health` as JSON.
     pub(crate) async fn health(&self) -> serde_json::Value {
         reqwest::get(format!("{}/health", self.base_url)).await.expect("health").json().await.expect("health JSON")
@@ -373,17 +407,7 @@ impl PostgresSchema {
 
 impl Drop for PostgresSchema {
     fn drop(&mut self) {
-        use diesel::{Connection, RunQueryDsl};
-        let dropped = diesel::PgConnection::establish(&self.base_url).map_err(|error| error.to_string()).and_then(
-            |mut connection| {
-                diesel::sql_query(format!("DROP SCHEMA IF EXISTS \"{}\" CASCADE", self.name))
-                    .execute(&mut connection)
-                    .map_err(|error| error.to_string())
-            },
-        );
-        if let Err(error) = dropped {
-            eprintln!("cannot drop the test schema {}: {error}", self.name);
-        }
+        courses_domain::testing::drop_schema(&self.base_url, &self.name);
     }
 }
 

@@ -7,12 +7,9 @@
 
 use std::path::Path;
 
-use mcp_cursos_e2e::call;
+use mcp_cursos_e2e::{call, course_uri, id_completion};
 use rmcp::RoleClient;
-use rmcp::model::{
-    ArgumentInfo, CallToolRequestParams, CompleteRequestParams, PaginatedRequestParams, ReadResourceRequestParams,
-    Reference, SubscribeRequestParams, SubscriptionFilter,
-};
+use rmcp::model::{PaginatedRequestParams, ReadResourceRequestParams, SubscribeRequestParams, SubscriptionFilter};
 use rmcp::service::RunningService;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -144,13 +141,11 @@ async fn every_swap_is_refused_or_empty(environment: &[(&str, &str)]) {
         let replay = create(&verde, &format!("Segredo {era:?}"), Some(&key)).await;
         assert_ne!(replay["id"], theirs["id"]);
         // Completion: azul's ids are never offered to verde.
-        let complete =
-            CompleteRequestParams::new(Reference::for_resource("cursos://{uuid}"), ArgumentInfo::new("uuid", &id[..8]));
-        let offered = verde.complete(complete).await.expect("complete").completion.values;
+        let offered = verde.complete(id_completion(&id[..8])).await.expect("complete").completion.values;
         assert!(!offered.contains(&id), "{era:?}");
         // The subscription: verde subscribes to azul's course (2025) or listens to it (2026);
         // azul changes it; verde hears nothing of it before its own change (the fence).
-        let mine_uri = format!("cursos://{}", mine["id"].as_str().expect("id"));
+        let mine_uri = course_uri(&mine);
         let mut stream = None;
         match era {
             Era::Initialize => {
@@ -204,11 +199,7 @@ async fn every_swap_is_refused_or_empty(environment: &[(&str, &str)]) {
         let verde_after = everything(&verde).await;
         // verde's own creation under the swapped idempotency key is the one course it gained.
         assert_eq!(verde_after.len(), verde_before.len() + 1);
-        assert!(
-            verde_after
-                .iter()
-                .any(|resource| resource["uri"] == format!("cursos://{}", replay["id"].as_str().expect("id")))
-        );
+        assert!(verde_after.iter().any(|resource| resource["uri"] == course_uri(&replay)));
         assert!(verde_before.iter().all(|resource| verde_after.contains(resource) || resource["uri"] == mine_uri));
         azul.cancel().await.expect("close");
         verde.cancel().await.expect("close");
@@ -308,16 +299,10 @@ async fn the_stdio_app_serves_only_the_catalog_of_its_setting() {
     let (_folder, database) = fresh_database();
     let (default, _lines) = stdio_client(&database, Era::Initialize).await;
     let azul = stdio_client_in_catalog(&database, "time-azul", Era::Discover).await;
-    let arguments = |titulo: &str| json!({"titulo": titulo, "cargaHoraria": 8}).as_object().cloned().expect("object");
-    let created = default
-        .call_tool(CallToolRequestParams::new("criar_curso").with_arguments(arguments("Rust")))
-        .await
-        .expect("created");
+    let arguments = json!({"titulo": "Rust", "cargaHoraria": 8});
+    let created = call(&default, "criar_curso", arguments.clone()).await;
     let id = created.structured_content.expect("course")["id"].as_str().expect("id").to_owned();
-    let same_title = azul
-        .call_tool(CallToolRequestParams::new("criar_curso").with_arguments(arguments("Rust")))
-        .await
-        .expect("answered");
+    let same_title = call(&azul, "criar_curso", arguments).await;
     assert_eq!(same_title.is_error, Some(false), "titles are unique per catalog: {same_title:?}");
     let refused = azul.read_resource(ReadResourceRequestParams::new(format!("cursos://{id}"))).await;
     assert!(matches!(refused, Err(rmcp::ServiceError::McpError(_))), "{refused:?}");

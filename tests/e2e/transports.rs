@@ -1,7 +1,7 @@
 //! Both transports answer the shared scenario identically, on both protocol eras.
 
 use crate::scenario::{self, ConfirmingUser};
-use crate::support::{ERAS, Era, fresh_database, start_backend, stdio_client_with};
+use crate::support::{ERAS, Era, fresh_database, spawn_raw_stdio, start_backend, stdio_client_with};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stdio_and_http_give_identical_results_for_the_same_scenario_on_both_eras() {
@@ -40,16 +40,7 @@ async fn the_stdio_app_logs_to_stderr_only_and_exits_cleanly_when_stdin_closes()
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
     let (_folder, database) = fresh_database();
-    let mut child = tokio::process::Command::new(crate::support::binary("mcp-cursos-stdio"))
-        .env_clear()
-        .env("DATABASE_PATH", &database)
-        .env("RUST_LOG", "debug")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("spawn");
+    let mut child = spawn_raw_stdio(&database, &[("RUST_LOG", "debug")], std::process::Stdio::piped());
     let mut stdin = child.stdin.take().expect("stdin");
     let requests = [
         r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"e2e","version":"1"}}}"#,
@@ -103,15 +94,7 @@ async fn closing_stdin_ends_open_listen_streams_with_their_final_result() {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
     let (_folder, database) = fresh_database();
-    let mut child = tokio::process::Command::new(crate::support::binary("mcp-cursos-stdio"))
-        .env_clear()
-        .env("DATABASE_PATH", &database)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("spawn");
+    let mut child = spawn_raw_stdio(&database, &[], std::process::Stdio::null());
     let meta = r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"e2e","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}"#;
     let listen = format!(
         r#"{{"jsonrpc":"2.0","id":"escuta","method":"subscriptions/listen","params":{{"_meta":{meta},"notifications":{{"resourcesListChanged":true}}}}}}"#

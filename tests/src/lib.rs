@@ -4,13 +4,20 @@
 //! internals: the protocol eras and how a client connects on each, client handlers that record
 //! notices, and request builders and readers.
 
-use rmcp::model::{CallToolRequestParams, CallToolResult, ProtocolVersion, ReadResourceRequestParams};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ProtocolVersion, ReadResourceRequestParams, SubscriptionFilter,
+};
 use rmcp::service::{
-    ClientInitializeError, ClientLifecycleMode, ClientServiceExt, NotificationContext, RunningService,
+    ClientInitializeError, ClientLifecycleMode, ClientServiceExt, NotificationContext, RunningService, Subscription,
 };
 use rmcp::{ClientHandler, RoleClient, ServiceError, ServiceExt};
 use serde_json::{Value, json};
-use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
+
+/// How long a client waits for a notice before the test fails.
+const NOTICE_PATIENCE: Duration = Duration::from_secs(60);
 
 /// The two protocol eras a client may speak.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,6 +98,63 @@ impl ClientHandler for ListsRecorder {
     }
 }
 
+/// Waits (bounded) for the next notice a recorder sent to `received`.
+///
+/// # Panics
+/// When none comes in time, or the client is gone.
+pub async fn next_notice(received: &mut UnboundedReceiver<String>) -> String {
+    tokio::time::timeout(NOTICE_PATIENCE, received.recv()).await.expect("a notice in time").expect("connected")
+}
+
+/// Waits (bounded) for the next notification on a 2026-07-28 listen stream, as JSON.
+///
+/// # Panics
+/// When none comes in time, or the stream ends or fails.
+pub async fn next_stream_notice(subscription: &mut Subscription) -> Value {
+    let notice = tokio::time::timeout(NOTICE_PATIENCE, subscription.next())
+        .await
+        .expect("a notice in time")
+        .expect("the stream is open")
+        .expect("a notification");
+    serde_json::to_value(&notice).expect("json")
+}
+
+/// The refusal of a listen request: an error at once, or a stream acknowledged as accepting
+/// nothing, then ended with the error.
+///
+/// # Panics
+/// When the listen request is not refused.
+pub async fn listen_refusal<H: ClientHandler>(
+    client: &RunningService<RoleClient, H>,
+    filter: SubscriptionFilter,
+) -> rmcp::ErrorData {
+    match client.listen(filter).await {
+        Err(ServiceError::McpError(error)) => error,
+        Ok(mut subscription) => match tokio::time::timeout(NOTICE_PATIENCE, subscription.next()).await {
+            Ok(Err(ServiceError::McpError(error))) => error,
+            other => panic!("expected the stream to end with a refusal, got {other:?}"),
+        },
+        Err(other) => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+/// `count` catalog pages, each a URI of the server that every write touches.
+#[must_use]
+pub fn catalog_pages(count: usize) -> Vec<String> {
+    (1..=count).map(|page| format!("cursos://catalogo?pagina={page}")).collect()
+}
+
+/// The names of the tools `client` lists, sorted.
+///
+/// # Panics
+/// When `tools/list` fails.
+pub async fn tool_names<H: ClientHandler>(client: &RunningService<RoleClient, H>) -> Vec<String> {
+    let tools = client.list_all_tools().await.expect("tools/list");
+    let mut names: Vec<String> = tools.into_iter().map(|tool| tool.name.to_string()).collect();
+    names.sort();
+    names
+}
+
 /// `tools/call` of `tool` with `arguments` (a JSON object).
 ///
 /// # Panics
@@ -125,9 +189,36 @@ pub async fn call<H: ClientHandler>(
     try_call(client, tool, arguments).await.expect("answered")
 }
 
+/// The protocol error `outcome` must be; `what` names the request in the failure otherwise.
+///
+/// # Panics
+/// When `outcome` is an answer, or a failure other than a protocol error.
+pub fn protocol_error<T: std::fmt::Debug>(outcome: Result<T, ServiceError>, what: &str) -> rmcp::ErrorData {
+    match outcome {
+        Err(ServiceError::McpError(error)) => error,
+        other => panic!("{what}: expected a protocol error, got {other:?}"),
+    }
+}
+
 /// `criar_curso` of `titulo` with 8 hours: the whole result, as JSON.
 pub async fn create<H: ClientHandler>(client: &RunningService<RoleClient, H>, titulo: &str) -> Value {
     json!(call(client, "criar_curso", json!({"titulo": titulo, "cargaHoraria": 8})).await)
+}
+
+/// The URI of `course` (a course as JSON): `cursos://<id>`.
+///
+/// # Panics
+/// When `course` has no text `id`.
+#[must_use]
+pub fn course_uri(course: &Value) -> String {
+    format!("cursos://{}", course["id"].as_str().expect("id"))
+}
+
+/// `completion/complete` of the course template's `uuid` from what the user typed, `value`.
+#[must_use]
+pub fn id_completion(value: impl Into<String>) -> rmcp::model::CompleteRequestParams {
+    let argument = rmcp::model::ArgumentInfo::new("uuid", value);
+    rmcp::model::CompleteRequestParams::new(rmcp::model::Reference::for_resource("cursos://{uuid}"), argument)
 }
 
 /// The JSON document of the resource at `uri` (its first contents' text).
@@ -145,7 +236,7 @@ pub async fn read_json<H: ClientHandler>(client: &RunningService<RoleClient, H>,
 /// # Panics
 /// When no HTTP answer comes.
 #[cfg(feature = "http")]
-pub async fn post(url: &str, headers: &[(&str, &str)], body: String) -> reqwest::Response {
+pub async fn post(url: &str, headers: &[(&str, &str)], body: impl Into<reqwest::Body>) -> reqwest::Response {
     let mut request = reqwest::Client::new()
         .post(url)
         .header("content-type", "application/json")

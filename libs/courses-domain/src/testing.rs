@@ -68,6 +68,19 @@ fn announce_skip(reason: &str) {
     });
 }
 
+/// Drops the schema `name`, with everything in it, from the PostgreSQL database at `url`, as a
+/// test ends; a failure is said on stderr and does not change the test's outcome.
+pub fn drop_schema(url: &str, name: &str) {
+    use diesel::connection::SimpleConnection;
+    let dropped = PgConnection::establish(url).map_err(|error| error.to_string()).and_then(|mut connection| {
+        let statement = format!("DROP SCHEMA IF EXISTS \"{name}\" CASCADE");
+        connection.batch_execute(&statement).map_err(|error| error.to_string())
+    });
+    if let Err(error) = dropped {
+        eprintln!("cannot drop the test schema {name}: {error}");
+    }
+}
+
 /// A new course, for this crate's own tests.
 #[cfg(test)]
 pub(crate) fn new_course(title: &str, hours: i64) -> crate::rules::NewCourse {

@@ -259,6 +259,11 @@ fn modern_body(method: &str, mut params: Value) -> String {
     json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params}).to_string()
 }
 
+/// A 2026-07-28 `tools/call` of `criar_curso` with `titulo` and 10 hours.
+fn create_body(titulo: &str) -> String {
+    modern_body("tools/call", json!({"name": "criar_curso", "arguments": {"titulo": titulo, "cargaHoraria": 10}}))
+}
+
 /// The log events written while it is alive, on this thread (the tests' current-thread runtime).
 struct Logs {
     written: Arc<Mutex<Vec<u8>>>,
@@ -310,12 +315,7 @@ impl Logs {
 async fn a_request_without_a_valid_bearer_key_gets_401_with_a_challenge_and_the_key_is_never_echoed_nor_logged() {
     let logs = Logs::capture();
     let app = TestApp::start(&[]);
-    let write = || {
-        modern_body(
-            "tools/call",
-            json!({"name": "criar_curso", "arguments": {"titulo": "Invasor", "cargaHoraria": 10}}),
-        )
-    };
+    let write = || create_body("Invasor");
     let basic = format!("Basic {}", app.writer);
     let wrong = "Bearer chave-errada-mas-bem-longa".to_owned();
     let extended = format!("Bearer {}x", app.writer);
@@ -454,12 +454,7 @@ async fn a_read_key_in_a_host_that_renders_apps_gets_the_view_but_never_the_app_
 async fn a_foreign_host_or_origin_gets_403_naming_the_setting_before_any_key_is_asked_for() {
     let logs = Logs::capture();
     let app = TestApp::start(&[]);
-    let write = || {
-        modern_body(
-            "tools/call",
-            json!({"name": "criar_curso", "arguments": {"titulo": "Rebinding", "cargaHoraria": 10}}),
-        )
-    };
+    let write = || create_body("Rebinding");
     let cases = [
         ("host", "evil.example.com", "ALLOWED_HOSTS"),
         ("host", "127.0.0.1.evil.example.com", "ALLOWED_HOSTS"),
@@ -633,10 +628,7 @@ async fn a_body_over_one_mebibyte_gets_413_while_one_of_exactly_one_mebibyte_is_
     // The limit the contract states (1 MiB), not the constant, so that moving it fails here.
     const ONE_MEBIBYTE: usize = 1024 * 1024;
     // A valid criar_curso padded with trailing spaces (still one JSON value) to an exact size.
-    let create = modern_body(
-        "tools/call",
-        json!({"name": "criar_curso", "arguments": {"titulo": "Grande", "cargaHoraria": 10}}),
-    );
+    let create = create_body("Grande");
     let padded = |size: usize| format!("{create}{}", " ".repeat(size - create.len()));
 
     let refused = app.send(post("/mcp", &headers, padded(ONE_MEBIBYTE + 1))).await;

@@ -118,15 +118,7 @@ impl TestSchema {
 
 impl Drop for TestSchema {
     fn drop(&mut self) {
-        let dropped =
-            PgConnection::establish(&self.url).map_err(|error| error.to_string()).and_then(|mut connection| {
-                connection
-                    .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{}\" CASCADE", self.name))
-                    .map_err(|error| error.to_string())
-            });
-        if let Err(error) = dropped {
-            eprintln!("cannot drop the test schema {}: {error}", self.name);
-        }
+        crate::testing::drop_schema(&self.url, &self.name);
     }
 }
 

@@ -31,7 +31,7 @@ impl rmcp::ClientHandler for RendersApps {
     }
 }
 
-async fn tool_list<H: rmcp::ClientHandler>(client: &RunningService<RoleClient, H>) -> Vec<Value> {
+pub(super) async fn tool_list<H: rmcp::ClientHandler>(client: &RunningService<RoleClient, H>) -> Vec<Value> {
     let tools = client.list_all_tools().await.expect("tools/list");
     serde_json::to_value(tools).expect("json").as_array().cloned().expect("array")
 }
@@ -65,12 +65,8 @@ async fn the_app_is_offered_only_to_clients_that_declare_the_extension_on_both_e
         let error = harness.read_error(APP_URI).await;
         assert!(error.message.contains("Recurso não encontrado"), "{era:?}: {error:?}");
         for tool in ["ver_catalogo", "interface_buscar_cursos", "interface_arquivar_curso"] {
-            match harness.try_call(tool, json!({})).await {
-                Err(ServiceError::McpError(error)) => {
-                    assert!(error.message.contains("Ferramenta desconhecida"), "{era:?} {tool}: {error:?}");
-                }
-                other => panic!("{era:?}: {tool} must not exist for this client: {other:?}"),
-            }
+            let error = protocol_error(harness.try_call(tool, json!({})).await, &format!("{era:?}: {tool}"));
+            assert!(error.message.contains("Ferramenta desconhecida"), "{era:?} {tool}: {error:?}");
         }
 
         let host = attach(RendersApps::HTML, &harness.state, era).await;
@@ -202,8 +198,12 @@ async fn archiving_through_the_app_needs_the_question_this_server_asked_and_cove
         let harness = connect(era).await;
         let course = harness.create("Rust", 10).await;
         let id = course["id"].clone();
-        let uri = format!("cursos://{}", id.as_str().expect("id"));
+        let uri = course_uri(&course);
         let host = attach(RendersApps::HTML, &harness.state, era).await;
+        let answer = async |state: &str, confirmar: bool| {
+            let arguments = json!({"id": id, "estadoPergunta": state, "confirmar": confirmar});
+            call_as(&host, "interface_arquivar_curso", arguments).await
+        };
 
         // Asking changes nothing and answers the tool's own question.
         let asked = call_as(&host, "interface_arquivar_curso", json!({"id": id})).await;
@@ -216,39 +216,26 @@ async fn archiving_through_the_app_needs_the_question_this_server_asked_and_cove
 
         // An answer to no question, or to another path's question, archives nothing.
         for forged in ["", "arquivar", &format!("{state}A")] {
-            let refused = call_as(
-                &host,
-                "interface_arquivar_curso",
-                json!({"id": id, "estadoPergunta": forged, "confirmar": true}),
-            )
-            .await;
-            assert_refused(&refused, "não responde a uma pergunta deste servidor");
+            assert_refused(&answer(forged, true).await, "não responde a uma pergunta deste servidor");
         }
         assert_refused(
             &call_as(&host, "interface_arquivar_curso", json!({"id": id, "confirmar": true})).await,
             "vão juntos",
         );
-        let declined =
-            call_as(&host, "interface_arquivar_curso", json!({"id": id, "estadoPergunta": state, "confirmar": false}))
-                .await;
-        assert_refused(&declined, "não confirmou o arquivamento");
+        assert_refused(&answer(&state, false).await, "não confirmou o arquivamento");
         assert_eq!(harness.read(&uri).await, course, "{era:?}: nothing archived yet");
 
         // A change after the question was shown: the answer no longer covers the course.
         let renamed = call_as(&host, "atualizar_curso", json!({"id": id, "titulo": "Rust 2"})).await;
         assert_eq!(renamed.is_error, Some(false));
-        let stale =
-            call_as(&host, "interface_arquivar_curso", json!({"id": id, "estadoPergunta": state, "confirmar": true}))
-                .await;
+        let stale = answer(&state, true).await;
         assert_eq!(stale.is_error, Some(true), "{era:?}: {stale:?}");
         assert_eq!(harness.read(&uri).await["arquivado"], false);
 
         // Asked again, confirmed: archived, with the question and answer in the history.
         let asked = call_as(&host, "interface_arquivar_curso", json!({"id": id})).await;
-        let state = asked.structured_content.expect("question")["estadoPergunta"].clone();
-        let archived =
-            call_as(&host, "interface_arquivar_curso", json!({"id": id, "estadoPergunta": state, "confirmar": true}))
-                .await;
+        let state = asked.structured_content.expect("question")["estadoPergunta"].as_str().expect("state").to_owned();
+        let archived = answer(&state, true).await;
         assert_eq!(archived.is_error, Some(false), "{era:?}: {archived:?}");
         assert_eq!(archived.structured_content.expect("course")["arquivado"], true);
         let history = harness.read(&format!("{uri}/historico")).await;
@@ -273,12 +260,11 @@ async fn the_app_s_archiving_is_off_whenever_the_policy_turns_arquivar_curso_off
             let listed = names(&tool_list(&host).await);
             assert!(!listed.contains(&"interface_arquivar_curso".to_owned()), "{era:?} {text}: {listed:?}");
             assert!(listed.contains(&"ver_catalogo".to_owned()), "{era:?} {text}: reading stays");
-            let arguments = json!({"id": course["id"]}).as_object().cloned().expect("object");
             let refused =
-                host.call_tool(CallToolRequestParams::new("interface_arquivar_curso").with_arguments(arguments)).await;
+                mcp_cursos_e2e::try_call(&host, "interface_arquivar_curso", json!({"id": course["id"]})).await;
             assert!(matches!(refused, Err(ServiceError::McpError(_))), "{era:?} {text}: {refused:?}");
         }
         harness.state.set_policy(Policy::default());
-        assert_eq!(harness.read(&format!("cursos://{}", course["id"].as_str().expect("id"))).await, course);
+        assert_eq!(harness.read(&course_uri(&course)).await, course);
     }
 }

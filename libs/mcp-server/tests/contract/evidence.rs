@@ -3,15 +3,10 @@
 //! that looks like an instruction coming back only as escaped data.
 
 use mcp_server::{ServerOptions, UnconfirmedArchive};
-use rmcp::model::{ArgumentInfo, CompleteRequestParams, ElicitationAction, GetPromptRequestParams, Reference};
+use rmcp::model::{ArgumentInfo, CompleteRequestParams, ElicitationAction, Reference};
 use serde_json::{Value, json};
 
-use super::{Answering, ERAS, Harness, assert_refused, attach, call_as, connect, connect_with, text_of};
-
-async fn history(harness: &Harness, course: &Value) -> Vec<Value> {
-    let uri = format!("cursos://{}/historico", course["id"].as_str().expect("id"));
-    harness.read(&uri).await["entradas"].as_array().expect("entries").clone()
-}
+use super::{Answering, ERAS, assert_refused, attach, call_as, connect, connect_with, text_of};
 
 #[tokio::test]
 async fn every_write_records_the_revision_the_declared_client_and_the_hash_of_the_surface_offered() {
@@ -19,7 +14,7 @@ async fn every_write_records_the_revision_the_declared_client_and_the_hash_of_th
         let harness = connect(era).await;
         let course = harness.create("Rust", 10).await;
         harness.call("atualizar_curso", json!({"id": course["id"], "cargaHoraria": 20})).await;
-        let entries = history(&harness, &course).await;
+        let entries = harness.history(&course).await;
         assert_eq!(entries.len(), 2, "{era:?}");
         for entry in &entries {
             let evidence = &entry["evidencia"];
@@ -34,7 +29,7 @@ async fn every_write_records_the_revision_the_declared_client_and_the_hash_of_th
         // Another surface (the opt-in read-only tools offered too): another hash.
         let wider = connect_with(era, ServerOptions { resource_tools: true, ..ServerOptions::default() }).await;
         let other = wider.create("Rust", 10).await;
-        let wider_entries = history(&wider, &other).await;
+        let wider_entries = wider.history(&other).await;
         assert_ne!(
             wider_entries[0]["evidencia"]["superficie"], entries[0]["evidencia"]["superficie"],
             "{era:?}: the surface changed, so must its hash"
@@ -61,7 +56,7 @@ async fn a_client_that_declares_no_name_is_recorded_as_undeclared_not_invented()
         let anonymous = attach(Undeclared, &harness.state, era).await;
         let created = call_as(&anonymous, "criar_curso", json!({"titulo": "Rust", "cargaHoraria": 10})).await;
         let course = created.structured_content.expect("course");
-        let entries = history(&harness, &course).await;
+        let entries = harness.history(&course).await;
         assert_eq!(entries[0]["evidencia"]["cliente"], Value::Null, "{era:?}: {:#}", entries[0]);
         assert_eq!(entries[0]["evidencia"]["revisaoProtocolo"], era.revision());
     }
@@ -75,7 +70,7 @@ async fn an_approved_archiving_records_the_question_shown_the_version_it_showed_
         let before = time::OffsetDateTime::now_utc();
         let archived = harness.call("arquivar_curso", json!({"id": course["id"]})).await;
         assert_eq!(archived.structured_content.expect("course")["arquivado"], true, "{era:?}");
-        let entries = history(&harness, &course).await;
+        let entries = harness.history(&course).await;
         let receipt = &entries[0]["evidencia"]["aprovacao"];
         assert_eq!(receipt["perguntado"], true, "{era:?}: {receipt:#}");
         let question = receipt["pergunta"].as_str().expect("question");
@@ -100,7 +95,7 @@ async fn a_declined_archiving_writes_nothing_and_so_no_receipt() {
         let course = harness.create("Rust", 10).await;
         let user = attach(Answering { answer: Some(ElicitationAction::Decline) }, &harness.state, era).await;
         assert_refused(&call_as(&user, "arquivar_curso", json!({"id": course["id"]})).await, "não confirmou");
-        let entries = history(&harness, &course).await;
+        let entries = harness.history(&course).await;
         assert_eq!(entries.len(), 1, "{era:?}: only the creation");
         assert_eq!(entries[0]["evidencia"]["aprovacao"], Value::Null);
     }
@@ -115,7 +110,7 @@ async fn an_archiving_allowed_without_confirmation_records_that_no_one_was_asked
         let cannot_confirm = attach(Answering { answer: None }, &harness.state, era).await;
         let archived = call_as(&cannot_confirm, "arquivar_curso", json!({"id": course["id"]})).await;
         assert_eq!(archived.is_error, Some(false), "{era:?}: {archived:?}");
-        let entries = history(&harness, &course).await;
+        let entries = harness.history(&course).await;
         assert_eq!(entries[0]["evidencia"]["aprovacao"], json!({"perguntado": false}), "{era:?}");
     }
 }
@@ -127,13 +122,7 @@ async fn the_prompt_carries_its_content_version_on_list_and_get() {
         let prompts = serde_json::to_value(harness.client.list_all_prompts().await.expect("list")).expect("json");
         let listed = prompts[0]["_meta"]["versaoConteudo"].as_str().expect("content version").to_owned();
         assert!(listed.starts_with("sha256:") && listed.len() == 71, "{listed}");
-        let arguments = json!({"titulo": "Rust", "cargaHoraria": "10"}).as_object().cloned().expect("object");
-        let got = harness
-            .client
-            .get_prompt(GetPromptRequestParams::new("criar-curso").with_arguments(arguments))
-            .await
-            .expect("get");
-        let got = serde_json::to_value(&got).expect("json");
+        let got = harness.prompt(json!({"titulo": "Rust", "cargaHoraria": "10"})).await;
         assert_eq!(got["_meta"]["versaoConteudo"], listed, "{era:?}");
     }
 }
@@ -195,13 +184,7 @@ async fn a_title_that_looks_like_an_instruction_comes_back_only_as_escaped_data(
         assert_only_escaped(question, "the confirmation question");
 
         // The prompt quotes what it is given.
-        let arguments = json!({"titulo": HOSTILE, "cargaHoraria": "10"}).as_object().cloned().expect("object");
-        let prompt = harness
-            .client
-            .get_prompt(GetPromptRequestParams::new("criar-curso").with_arguments(arguments))
-            .await
-            .expect("get");
-        let prompt = serde_json::to_value(&prompt).expect("json");
+        let prompt = harness.prompt(json!({"titulo": HOSTILE, "cargaHoraria": "10"})).await;
         assert_only_escaped(prompt["messages"][0]["content"]["text"].as_str().expect("text"), "the prompt");
 
         // Tool descriptions never carry catalog data: the listing is the same as before the course.

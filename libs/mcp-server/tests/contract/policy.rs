@@ -2,20 +2,13 @@
 //! their lists and are refused in Portuguese with nothing written, read-only mode, the notices
 //! clients get when the lists change, and the Portuguese answers to old and unknown tool names.
 
-use mcp_cursos_e2e::ListsRecorder;
+use mcp_cursos_e2e::{ListsRecorder, tool_names};
 use mcp_server::{Policy, PolicyFile, PolicyReload};
 
 use super::*;
 
 fn policy(text: &str) -> Policy {
     Policy::parse(text).expect("a valid policy")
-}
-
-async fn tool_names(harness: &Harness) -> Vec<String> {
-    let tools = harness.client.list_all_tools().await.expect("tools/list");
-    let mut names: Vec<String> = tools.into_iter().map(|tool| tool.name.to_string()).collect();
-    names.sort();
-    names
 }
 
 async fn prompt_names(harness: &Harness) -> Vec<String> {
@@ -25,10 +18,7 @@ async fn prompt_names(harness: &Harness) -> Vec<String> {
 
 /// The JSON-RPC error a call gets (it must not be a tool result).
 async fn call_error(harness: &Harness, tool: &str, arguments: Value) -> rmcp::ErrorData {
-    match harness.try_call(tool, arguments).await {
-        Err(ServiceError::McpError(error)) => error,
-        other => panic!("expected a protocol error for {tool}, got {other:?}"),
-    }
+    protocol_error(harness.try_call(tool, arguments).await, tool)
 }
 
 #[tokio::test]
@@ -43,12 +33,12 @@ async fn a_disabled_tool_leaves_tools_list_and_its_call_is_refused_in_portuguese
             Era::Discover => Some(harness.client.listen(filter).await.expect("subscriptions/listen")),
         };
         until_listen_streams(&harness.state, usize::from(listening.is_some())).await;
-        assert_eq!(tool_names(&harness).await.len(), 3, "listed (and cached) before the change");
+        assert_eq!(tool_names(&harness.client).await.len(), 3, "listed (and cached) before the change");
         harness.state.set_policy(policy("desativar ferramenta criar_curso\n"));
         if let Some(stream) = &mut listening {
-            assert_eq!(next_stream_notice(stream).await, "notifications/tools/list_changed");
+            assert_eq!(next_stream_method(stream).await, "notifications/tools/list_changed");
         }
-        assert_eq!(tool_names(&harness).await, ["arquivar_curso", "atualizar_curso"], "{era:?}");
+        assert_eq!(tool_names(&harness.client).await, ["arquivar_curso", "atualizar_curso"], "{era:?}");
 
         let error = call_error(&harness, "criar_curso", json!({"titulo": "Rust", "cargaHoraria": 10})).await;
         assert_eq!(error.code, ErrorCode::INVALID_PARAMS, "{era:?}");
@@ -58,9 +48,9 @@ async fn a_disabled_tool_leaves_tools_list_and_its_call_is_refused_in_portuguese
 
         harness.state.set_policy(Policy::default());
         if let Some(stream) = &mut listening {
-            assert_eq!(next_stream_notice(stream).await, "notifications/tools/list_changed");
+            assert_eq!(next_stream_method(stream).await, "notifications/tools/list_changed");
         }
-        assert_eq!(tool_names(&harness).await, ["arquivar_curso", "atualizar_curso", "criar_curso"]);
+        assert_eq!(tool_names(&harness.client).await, ["arquivar_curso", "atualizar_curso", "criar_curso"]);
         harness.create("Rust", 10).await;
         assert_eq!(harness.catalog_total().await, 1);
     }
@@ -74,7 +64,7 @@ async fn read_only_mode_refuses_every_writing_tool_and_keeps_reads_prompts_and_c
         let course = harness.create("Rust", 10).await;
         harness.state.set_policy(policy("somente-leitura  # manutenção\n"));
 
-        assert_eq!(tool_names(&harness).await, ["ler_curso", "listar_cursos"], "{era:?}");
+        assert_eq!(tool_names(&harness.client).await, ["ler_curso", "listar_cursos"], "{era:?}");
         for (tool, arguments) in [
             ("criar_curso", json!({"titulo": "Go", "cargaHoraria": 5})),
             ("atualizar_curso", json!({"id": course["id"], "titulo": "Rust 2024"})),
@@ -85,20 +75,13 @@ async fn read_only_mode_refuses_every_writing_tool_and_keeps_reads_prompts_and_c
             assert!(error.message.starts_with("O servidor está em modo somente leitura"), "{}", error.message);
             assert!(error.message.contains(&format!("{tool} está desativada pelo operador")), "{}", error.message);
         }
-        let read = harness.read(&format!("cursos://{}", course["id"].as_str().expect("id"))).await;
+        let read = harness.read(&course_uri(&course)).await;
         assert_eq!(read, course, "unchanged and readable ({era:?})");
         assert_eq!(harness.catalog_total().await, 1);
         let listed = harness.call("listar_cursos", json!({})).await;
         assert_eq!(listed.is_error, Some(false), "read-only tools keep working");
         assert_eq!(prompt_names(&harness).await, ["criar-curso"]);
-        let completion = harness
-            .client
-            .complete(rmcp::model::CompleteRequestParams::new(
-                rmcp::model::Reference::for_resource("cursos://{uuid}"),
-                rmcp::model::ArgumentInfo::new("uuid", "Ru"),
-            ))
-            .await
-            .expect("completion/complete");
+        let completion = harness.client.complete(id_completion("Ru")).await.expect("completion/complete");
         assert_eq!(completion.completion.values, [course["id"].as_str().expect("id")]);
     }
 }
@@ -109,38 +92,18 @@ async fn a_disabled_prompt_leaves_prompts_list_and_is_refused_in_portuguese() {
         let harness = connect(era).await;
         harness.state.set_policy(policy("desativar prompt criar-curso"));
         assert!(prompt_names(&harness).await.is_empty(), "{era:?}");
-        let arguments = json!({"titulo": "Rust", "cargaHoraria": "10"}).as_object().cloned().expect("object");
-        let refused = harness
-            .client
-            .get_prompt(GetPromptRequestParams::new("criar-curso").with_arguments(arguments.clone()))
-            .await;
-        match refused {
-            Err(ServiceError::McpError(error)) => {
-                assert_eq!(error.code, ErrorCode::INVALID_PARAMS);
-                assert!(
-                    error.message.contains("O prompt criar-curso está desativado pelo operador"),
-                    "{}",
-                    error.message
-                );
-            }
-            other => panic!("expected a refusal, got {other:?}"),
-        }
-        assert_eq!(tool_names(&harness).await.len(), 3, "the tools are untouched");
+        let arguments = json!({"titulo": "Rust", "cargaHoraria": "10"});
+        let error = protocol_error(harness.try_prompt(arguments.clone()).await, "the disabled prompt");
+        assert_eq!(error.code, ErrorCode::INVALID_PARAMS);
+        assert!(error.message.contains("O prompt criar-curso está desativado pelo operador"), "{}", error.message);
+        assert_eq!(tool_names(&harness.client).await.len(), 3, "the tools are untouched");
         harness.state.set_policy(Policy::default());
-        harness
-            .client
-            .get_prompt(GetPromptRequestParams::new("criar-curso").with_arguments(arguments))
-            .await
-            .expect("re-enabled");
+        harness.try_prompt(arguments).await.expect("re-enabled");
     }
 }
 
 async fn until_sessions(state: &ServerState, count: usize) {
-    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
-    while state.listener_counts().sessions != count {
-        assert!(tokio::time::Instant::now() < deadline, "expected {count} sessions: {:?}", state.listener_counts());
-        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-    }
+    until_counts(state, &format!("expected {count} sessions"), |counts| counts.sessions == count).await;
 }
 
 #[tokio::test]
@@ -163,18 +126,14 @@ async fn a_2025_session_is_told_when_the_policy_changes_its_tools_or_prompts_and
         .set_policy(policy("somente-leitura\ndesativar ferramenta arquivar_curso\ndesativar prompt criar-curso"));
     assert_eq!(next_notice(&mut received).await, "prompts");
     harness.state.set_policy(Policy::default());
-    assert_eq!(sorted_notices(&mut received, 2).await, ["prompts", "tools"]);
-    assert_eq!(tool_names(&harness).await.len(), 3, "everything is back");
+    assert_eq!(notices(&mut received, 2).await, ["prompts", "tools"]);
+    assert_eq!(tool_names(&harness.client).await.len(), 3, "everything is back");
     listener.cancel().await.expect("close");
 }
 
-async fn next_stream_notice(subscription: &mut rmcp::service::Subscription) -> String {
-    let notice = tokio::time::timeout(std::time::Duration::from_secs(10), subscription.next())
-        .await
-        .expect("in time")
-        .expect("stream open")
-        .expect("a notification");
-    serde_json::to_value(&notice).expect("json")["method"].as_str().unwrap_or_default().to_owned()
+/// The method of the next notification on `subscription`.
+async fn next_stream_method(subscription: &mut rmcp::service::Subscription) -> String {
+    next_stream_notice(subscription).await["method"].as_str().unwrap_or_default().to_owned()
 }
 
 #[tokio::test]
@@ -188,16 +147,16 @@ async fn a_2026_listen_stream_that_asked_for_list_changes_is_told_when_the_polic
     until_listen_streams(&harness.state, 2).await;
 
     harness.state.set_policy(policy("desativar ferramenta arquivar_curso"));
-    assert_eq!(next_stream_notice(&mut subscription).await, "notifications/tools/list_changed");
-    assert!(!tool_names(&harness).await.contains(&"arquivar_curso".to_owned()));
+    assert_eq!(next_stream_method(&mut subscription).await, "notifications/tools/list_changed");
+    assert!(!tool_names(&harness.client).await.contains(&"arquivar_curso".to_owned()));
     harness.state.set_policy(policy("desativar prompt criar-curso"));
-    let mut seen = vec![next_stream_notice(&mut subscription).await, next_stream_notice(&mut subscription).await];
+    let mut seen = vec![next_stream_method(&mut subscription).await, next_stream_method(&mut subscription).await];
     seen.sort();
     assert_eq!(seen, ["notifications/prompts/list_changed", "notifications/tools/list_changed"]);
 
     // The stream that asked only for resources hears nothing of it: its next notice is a course's.
     harness.create("Rust", 10).await;
-    assert_eq!(next_stream_notice(&mut other).await, "notifications/resources/list_changed");
+    assert_eq!(next_stream_method(&mut other).await, "notifications/resources/list_changed");
     subscription.cancel().await.expect("cancel");
     other.cancel().await.expect("cancel");
     listener.cancel().await.expect("close");
@@ -256,7 +215,7 @@ async fn a_policy_file_edited_while_running_is_followed_and_a_bad_edit_keeps_the
             None => std::fs::remove_file(&path).expect("remove"),
         }
         assert_eq!(file.reload(&harness.state), PolicyReload::KeptPrevious, "{bad:?}");
-        assert_eq!(tool_names(&harness).await, Vec::<String>::new(), "still read-only after {bad:?}");
+        assert_eq!(tool_names(&harness.client).await, Vec::<String>::new(), "still read-only after {bad:?}");
     }
     std::fs::write(&path, "\n").expect("write");
     assert!(matches!(file.reload(&harness.state), PolicyReload::Replaced(changed) if changed.tools));
@@ -286,22 +245,15 @@ async fn a_catalogs_rule_applies_to_its_callers_and_not_to_another_catalogs() {
     for era in ERAS {
         let of_azul = attach(Answering::CONFIRMS, &azul, era).await;
         let of_verde = attach(Answering::CONFIRMS, &verde, era).await;
-        let names =
-            |tools: Vec<rmcp::model::Tool>| tools.into_iter().map(|tool| tool.name.to_string()).collect::<Vec<_>>();
-        let azul_tools = names(of_azul.list_all_tools().await.expect("tools/list"));
+        let azul_tools = tool_names(&of_azul).await;
         assert!(!azul_tools.contains(&"criar_curso".to_owned()), "{era:?}: {azul_tools:?}");
-        let verde_tools = names(of_verde.list_all_tools().await.expect("tools/list"));
+        let verde_tools = tool_names(&of_verde).await;
         assert!(verde_tools.contains(&"criar_curso".to_owned()), "{era:?}: {verde_tools:?}");
 
         let title = format!("Rust {era:?}");
         let arguments = json!({"titulo": title, "cargaHoraria": 10});
-        let refused = of_azul
-            .call_tool(
-                CallToolRequestParams::new("criar_curso")
-                    .with_arguments(arguments.as_object().cloned().expect("object")),
-            )
-            .await;
-        let Err(ServiceError::McpError(error)) = refused else { panic!("azul's call was answered: {refused:?}") };
+        let refused = mcp_cursos_e2e::try_call(&of_azul, "criar_curso", arguments.clone()).await;
+        let error = protocol_error(refused, "azul's call");
         assert!(error.message.contains("desativada pelo operador"), "{}", error.message);
         let created = call_as(&of_verde, "criar_curso", arguments).await;
         assert_eq!(created.is_error, Some(false), "{created:?}");

@@ -112,6 +112,11 @@ fn queue<T: Send + 'static>(
     handle
 }
 
+/// Inserts a course titled `title` into the default catalog.
+fn insert(store: &SqliteStore, title: &str) -> Result<(), WriteError> {
+    store.insert(&CatalogName::default_catalog(), &course(title), &by())
+}
+
 fn queue_insert(store: &SqliteStore, title: &str) -> JoinHandle<Result<(), WriteError>> {
     let course = course(title);
     queue(store, move |store| store.insert(&CatalogName::default_catalog(), &course, &by()))
@@ -125,7 +130,7 @@ fn queue_insert(store: &SqliteStore, title: &str) -> JoinHandle<Result<(), Write
 #[test]
 fn a_write_that_rolls_back_the_whole_transaction_fails_its_batch_and_leaves_nothing_of_it() {
     let (_folder, path, store) = fresh_store();
-    store.insert(&CatalogName::default_catalog(), &course("Antes"), &by()).expect("acknowledged before the fault");
+    insert(&store, "Antes").expect("acknowledged before the fault");
     SqliteConnection::establish(&path.to_string_lossy())
         .expect("second connection")
         .batch_execute(
@@ -144,9 +149,7 @@ fn a_write_that_rolls_back_the_whole_transaction_fails_its_batch_and_leaves_noth
     }
     assert_eq!(titles_in_file(&path), ["Antes"], "nothing of the failed batch is in the file");
 
-    store
-        .insert(&CatalogName::default_catalog(), &course("Depois"), &by())
-        .expect("the writer carries on with the next batch");
+    insert(&store, "Depois").expect("the writer carries on with the next batch");
     drop(store);
     assert_eq!(titles_in_file(&path), ["Antes", "Depois"]);
 }
@@ -155,7 +158,7 @@ fn a_write_that_rolls_back_the_whole_transaction_fails_its_batch_and_leaves_noth
 #[test]
 fn a_duplicate_title_in_a_batch_still_fails_alone() {
     let (_folder, path, store) = fresh_store();
-    store.insert(&CatalogName::default_catalog(), &course("Rust"), &by()).expect("acknowledged");
+    insert(&store, "Rust").expect("acknowledged");
     let held = HeldWriter::hold(&store, |_| Ok(()));
     let writes: Vec<_> = ["Go", "rust", "Zig"].iter().map(|title| queue_insert(&store, title)).collect();
     held.release().expect("holding batch");
@@ -174,7 +177,7 @@ fn a_full_database_fails_the_whole_batch_and_keeps_what_was_acknowledged_before(
     let (_folder, path, store) = fresh_store();
     let before: Vec<String> = (0..3).map(|number| format!("Reconhecido {number}")).collect();
     for title in &before {
-        store.insert(&CatalogName::default_catalog(), &course(title), &by()).expect("acknowledged before the fault");
+        insert(&store, title).expect("acknowledged before the fault");
     }
     // The writer's connection may not grow the file by more than one page from now on.
     let held = HeldWriter::hold(&store, |connection| {
@@ -196,9 +199,7 @@ fn a_full_database_fails_the_whole_batch_and_keeps_what_was_acknowledged_before(
     drop(store);
     assert_eq!(titles_in_file(&path), before, "what was acknowledged is there, nothing of the failed batch is");
     let reopened = SqliteStore::open(&path).expect("reopen");
-    reopened
-        .insert(&CatalogName::default_catalog(), &course("Depois"), &by())
-        .expect("a fresh connection has no page limit");
+    insert(&reopened, "Depois").expect("a fresh connection has no page limit");
 }
 
 // ---- A COMMIT that fails: a small, full disk ------------------------------------------------------
@@ -281,7 +282,7 @@ fn a_disk_that_fills_during_a_batch_leaves_its_outcome_unknown_and_loses_nothing
     let store = SqliteStore::open(&path).expect("open store");
     let before: Vec<String> = (0..3).map(|number| format!("Reconhecido {number}")).collect();
     for title in &before {
-        store.insert(&CatalogName::default_catalog(), &course(title), &by()).expect("acknowledged before the fault");
+        insert(&store, title).expect("acknowledged before the fault");
     }
     let held = HeldWriter::hold(&store, |_| Ok(()));
     let writes: Vec<_> = (0..30).map(|number| queue_insert(&store, &format!("No lote {number}"))).collect();
@@ -325,12 +326,12 @@ fn a_disk_already_full_refuses_the_batch_before_writing_it() {
     };
     let path = disk.folder.join("cursos.db");
     let store = SqliteStore::open(&path).expect("open store");
-    store.insert(&CatalogName::default_catalog(), &course("Antes"), &by()).expect("acknowledged");
+    insert(&store, "Antes").expect("acknowledged");
     let filler = disk.fill();
-    let refused = store.insert(&CatalogName::default_catalog(), &course("Durante"), &by());
+    let refused = insert(&store, "Durante");
     assert!(matches!(refused, Err(WriteError::Unwritable(Unwritable::DiskFull))), "{refused:?}");
     std::fs::remove_file(filler).expect("free the disk");
-    store.insert(&CatalogName::default_catalog(), &course("Depois"), &by()).expect("room again");
+    insert(&store, "Depois").expect("room again");
     drop(store);
     assert_eq!(titles_in_file(&path), ["Antes", "Depois"]);
 }
@@ -358,7 +359,7 @@ fn a_panic_in_a_batch_is_reported_as_a_panic_writes_nothing_and_the_writer_carri
         assert!(chain.contains("panicked") && chain.contains("a bug in a write"), "{chain}");
     }
     assert!(titles_in_file(&path).is_empty(), "nothing of the batch was written");
-    store.insert(&CatalogName::default_catalog(), &course("Depois"), &by()).expect("the writer carries on");
+    insert(&store, "Depois").expect("the writer carries on");
     let catalog = Catalog::new(store);
     tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime").block_on(async {
         catalog.readiness().await.expect("a panic in a batch does not stop the writer");
