@@ -37,7 +37,7 @@ check "domain store/port depends on the rules only" \
 check "domain store/sql.rs (the shared SQL layer) never names a backend" \
   none 'crate::store::(sqlite|postgres|copy)|SqliteStore|PostgresStore' "$D/store/sql.rs"
 check "domain catalog/ reaches the store only through its port" \
-  none 'crate::(store::(sql|sqlite|postgres|copy)|open)' "$D/catalog/service.rs" "$D/catalog/mod.rs"
+  none 'crate::(store::(sql|sqlite|postgres|copy)|open)' "$D/catalog/service.rs" "$D/catalog/import.rs" "$D/catalog/mod.rs"
 check "domain never names the apps' settings" \
   none '\b(DATABASE_URL|DATABASE_PATH)\b' "$D"
 check "domain knows no MCP, JSON-RPC, HTTP or serialization crate" \

@@ -27,8 +27,8 @@ mod store;
 pub mod testing;
 
 pub use catalog::{
-    ArchiveCourseError, Catalog, CatalogObserver, CourseChange, CreateCourseError, Created, GetCourseError, NotReady,
-    UpdateCourseError,
+    ArchiveCourseError, Catalog, CatalogObserver, CourseChange, CreateCourseError, Created, GetCourseError, ImportPass,
+    ImportRefusal, InFileDuplicates, NotReady, RowOutcome, UpdateCourseError,
 };
 pub use open::{DatabaseSettingError, DatabaseSettingNames, OpenedDatabase, open_database};
 pub use rules::{

@@ -5,16 +5,15 @@
 //! against the catalog) that writes nothing, then the writing, in batches of one transaction each.
 //! With `--partial`, one pass that writes the valid rows. Rows already in the catalog (same id; a
 //! row without id gets a UUID v5 of catalog and title key) are skipped: importing a file again
-//! changes nothing, and an interrupted import is resumed by running it again.
+//! changes nothing, and an interrupted import is resumed by running it again. The rules are the
+//! domain's ([`courses_domain::ImportPass`]), their sentences the contract's.
 
-use std::collections::HashMap;
-use std::hash::{DefaultHasher, Hash, Hasher};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use courses_domain::{Catalog, CatalogName, Course, ImportOutcome, OffsetDateTime, Provenance, WriteError};
+use courses_domain::{Catalog, CatalogName, Course, ImportPass, OffsetDateTime, Provenance, RowOutcome, WriteError};
 use mcp_server::portable::{self, FieldError, ImportRow};
 
 use super::progress::{EXIT_INTERRUPTED, Interrupt, Progress};
@@ -102,12 +101,6 @@ impl Tally {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Pass {
-    Check,
-    Write,
-}
-
 fn import_blocking(database: &Database, arguments: &ImportArgs, interrupt: &Interrupt) -> anyhow::Result<i32> {
     let author = arguments.author.as_deref().map(str::trim).filter(|author| !author.is_empty()).unwrap_or("operador");
     anyhow::ensure!(
@@ -142,8 +135,8 @@ fn import_blocking(database: &Database, arguments: &ImportArgs, interrupt: &Inte
     let mut stdout = super::stdout();
 
     let mut expected = None;
-    if !arguments.partial || arguments.dry_run {
-        let checked = run.pass(Pass::Check, None)?;
+    if ImportPass::checks_first(arguments.partial, arguments.dry_run) {
+        let checked = run.pass(ImportPass::Check, None)?;
         if checked.interrupted {
             writeln!(stdout, "import interrupted while checking (line {}): nothing written", checked.line)?;
             return Ok(EXIT_INTERRUPTED);
@@ -162,7 +155,7 @@ fn import_blocking(database: &Database, arguments: &ImportArgs, interrupt: &Inte
         }
         expected = Some(checked.new + checked.present);
     }
-    let written = run.pass(Pass::Write, expected)?;
+    let written = run.pass(ImportPass::Write, expected)?;
     if written.interrupted {
         writeln!(
             stdout,
@@ -212,10 +205,7 @@ impl Rows {
             Format::Csv => {
                 let mut reader = csv::ReaderBuilder::new().has_headers(false).flexible(true).from_reader(file);
                 let mut records = reader.records();
-                let header = match records.next() {
-                    Some(header) => header.context("cannot read the CSV header")?,
-                    None => csv::StringRecord::new(),
-                };
+                let header = records.next().transpose().context("cannot read the CSV header")?.unwrap_or_default();
                 let names: Vec<&str> = header.iter().map(|name| name.trim_start_matches('\u{feff}')).collect();
                 let columns = portable::csv_columns(&names);
                 let bad_header = columns.as_ref().err().map(|error| (1, vec![error.clone()]));
@@ -237,10 +227,8 @@ impl Rows {
                     if text.trim().is_empty() {
                         continue;
                     }
-                    match portable::parse_json_line(text) {
-                        Ok(None) => continue,
-                        Ok(Some(row)) => return Ok(Some((*line, Ok(row)))),
-                        Err(errors) => return Ok(Some((*line, Err(errors)))),
+                    if let Some(row) = portable::parse_json_line(text).transpose() {
+                        return Ok(Some((*line, row)));
                     }
                 }
                 Self::Csv { records, columns } => {
@@ -250,77 +238,18 @@ impl Rows {
                     if record.iter().all(|field| field.trim().is_empty()) {
                         continue;
                     }
-                    let Ok((title, hours, id)) = columns else { return Ok(None) };
-                    let row = if record.len() > [*title, *hours, id.unwrap_or(0)].into_iter().max().unwrap_or(0) + 1 {
-                        Err(vec![FieldError::row(format!(
-                            "tem {} colunas; o cabeçalho nomeia menos (use aspas num título com vírgula).",
-                            record.len()
-                        ))])
-                    } else {
-                        portable::parse_csv_record(
-                            record.get(*title),
-                            record.get(*hours),
-                            id.and_then(|id| record.get(id)),
-                        )
-                    };
-                    return Ok(Some((line, row)));
+                    let Ok(columns) = columns else { return Ok(None) };
+                    let fields: Vec<&str> = record.iter().collect();
+                    return Ok(Some((line, portable::parse_csv_row(*columns, &fields))));
                 }
             }
         }
     }
 }
 
-/// Duplicates within the file, in bounded memory: a 64-bit hash of each active title's comparison
-/// key with the line that had it first, and a 64-bit hash of each id (about 13 and 9 bytes a row
-/// in the tables, not the rows; ids without their line, as a repeated id is rarer). Kept by the
-/// pass that checks, and by the writing pass only when none checked before it (`--partial`): a
-/// file that passed its check has no duplicates to find again, and the store still refuses a
-/// title taken and skips an id present. Two distinct titles with one hash would be refused as
-/// duplicates: at a million rows, a chance of about 3 in 100 million, accepted (ADR 0040).
-#[derive(Default)]
-struct SeenInFile {
-    titles: HashMap<u64, u32>,
-    ids: std::collections::HashSet<u64>,
-}
-
-fn hash_of(value: impl Hash) -> u64 {
-    let mut hasher = DefaultHasher::new();
-    value.hash(&mut hasher);
-    hasher.finish()
-}
-
-impl SeenInFile {
-    fn check(&mut self, line: u64, course: &Course) -> Result<(), FieldError> {
-        // The title first: a row without id repeating a title has the same deterministic id too,
-        // and the title is what its author can see.
-        let key = (!course.is_archived()).then(|| hash_of(course.title().comparison_key()));
-        if let Some(first) = key.and_then(|key| self.titles.get(&key)) {
-            return Err(FieldError {
-                field: "titulo",
-                message: format!("o título repete o da linha {first} do arquivo (maiúsculas e espaços à parte)."),
-            });
-        }
-        if self.ids.contains(&hash_of(course.id())) {
-            return Err(FieldError {
-                field: "id",
-                message: format!("o mesmo curso (id {}) já está numa linha anterior do arquivo.", course.id()),
-            });
-        }
-        if let Some(key) = key {
-            // Past 4,294,967,295 lines the line named is that one: no file of courses gets there.
-            self.titles.insert(key, u32::try_from(line).unwrap_or(u32::MAX));
-        }
-        self.ids.insert(hash_of(course.id()));
-        Ok(())
-    }
-}
-
 impl Run<'_> {
-    fn pass(&self, pass: Pass, total: Option<u64>) -> anyhow::Result<Tally> {
-        let what = match pass {
-            Pass::Check => "import (check)",
-            Pass::Write => "import",
-        };
+    fn pass(&self, pass: ImportPass, total: Option<u64>) -> anyhow::Result<Tally> {
+        let what = if pass == ImportPass::Check { "import (check)" } else { "import" };
         let progress = Progress::start(what, "rows", total);
         let (mut rows, bad_header) = Rows::open(self.source, self.format)?;
         let mut tally = Tally::default();
@@ -341,9 +270,10 @@ impl Run<'_> {
             progress.finish("refused");
             return Ok(tally);
         }
-        let mut seen = (pass == Pass::Check || self.arguments.partial).then(SeenInFile::default);
+        let mut seen =
+            pass.in_file_duplicates(ImportPass::checks_first(self.arguments.partial, self.arguments.dry_run));
         let batch_size = usize::try_from(self.arguments.batch_size).unwrap_or(2000);
-        let mut batch: Vec<(u64, Course)> = Vec::with_capacity(batch_size);
+        let (mut lines, mut courses): (Vec<u64>, Vec<Course>) = (Vec::new(), Vec::with_capacity(batch_size));
         loop {
             let next = rows.next_row()?;
             let end = next.is_none();
@@ -352,37 +282,27 @@ impl Run<'_> {
                 match row.map(|row| row.into_course(&self.arguments.catalog, self.now)) {
                     Err(errors) => report(&mut tally, line, &errors),
                     Ok(course) => match seen.as_mut().map_or(Ok(()), |seen| seen.check(line, &course)) {
-                        Err(error) => report(&mut tally, line, &[error]),
-                        Ok(()) => batch.push((line, course)),
+                        Err(refusal) => report(&mut tally, line, &[portable::refusal_message(&refusal)]),
+                        Ok(()) => {
+                            lines.push(line);
+                            courses.push(course);
+                        }
                     },
                 }
             }
-            if batch.len() >= batch_size || (end && !batch.is_empty()) {
-                let outcomes = self.store_batch(&batch, pass)?;
-                for ((line, _), outcome) in batch.iter().zip(outcomes) {
+            if courses.len() >= batch_size || (end && !courses.is_empty()) {
+                for (line, outcome) in lines.iter().zip(self.store_batch(&lines, &courses, pass)?) {
                     match outcome {
-                        ImportOutcome::Inserted => tally.new += 1,
-                        ImportOutcome::AlreadyPresent => tally.present += 1,
-                        ImportOutcome::TitleTaken => report(
-                            &mut tally,
-                            *line,
-                            &[FieldError {
-                                field: "titulo",
-                                message: "já existe um curso ativo com este título no catálogo.".to_owned(),
-                            }],
-                        ),
-                        ImportOutcome::IdTaken => report(
-                            &mut tally,
-                            *line,
-                            &[FieldError {
-                                field: "id",
-                                message: "este id é de um curso de outro catálogo deste banco de dados.".to_owned(),
-                            }],
-                        ),
+                        RowOutcome::Inserted => tally.new += 1,
+                        RowOutcome::AlreadyPresent => tally.present += 1,
+                        RowOutcome::Refused(refusal) => {
+                            report(&mut tally, *line, &[portable::refusal_message(&refusal)]);
+                        }
                     }
                 }
-                progress.advance(u64::try_from(batch.len()).unwrap_or(u64::MAX));
-                batch.clear();
+                progress.advance(u64::try_from(courses.len()).unwrap_or(u64::MAX));
+                lines.clear();
+                courses.clear();
                 // Between batches, each committed whole: where Ctrl-C stops (ADR 0040).
                 if self.interrupt.requested() && !end {
                     tally.interrupted = true;
@@ -398,34 +318,16 @@ impl Run<'_> {
         Ok(tally)
     }
 
-    /// One batch through the store: checked (read only) or written in one transaction. A title
-    /// taken by a concurrent rename between the batch's check and its insert fails the whole batch
-    /// (nothing of it written); it is tried once more, and then that row is refused as taken.
-    fn store_batch(&self, batch: &[(u64, Course)], pass: Pass) -> anyhow::Result<Vec<ImportOutcome>> {
-        let courses: Vec<Course> = batch.iter().map(|(_, course)| course.clone()).collect();
-        let dry_run = pass == Pass::Check;
-        let mut attempt = 0;
-        loop {
-            attempt += 1;
-            match self.catalog.import_batch(&courses, self.provenance, dry_run) {
-                Err(WriteError::DuplicateTitle) if attempt < 3 => {}
-                Err(WriteError::OutcomeUnknown(error)) => {
-                    return Err(anyhow::Error::from(error).context(format!(
-                        "the batch ending at line {} may or may not be stored; run the same command again \
-                         (rows already imported are skipped)",
-                        batch.last().map_or(0, |(line, _)| *line)
-                    )));
-                }
-                outcome => {
-                    return outcome.with_context(|| {
-                        format!(
-                            "cannot import the batch of lines {}-{}",
-                            batch.first().map_or(0, |(line, _)| *line),
-                            batch.last().map_or(0, |(line, _)| *line)
-                        )
-                    });
-                }
-            }
-        }
+    /// One batch through [`Catalog::import_rows`] (checked or written, retried on a title taken
+    /// meanwhile), its error naming the batch's lines.
+    fn store_batch(&self, lines: &[u64], courses: &[Course], pass: ImportPass) -> anyhow::Result<Vec<RowOutcome>> {
+        let (first, last) = (lines.first().copied().unwrap_or(0), lines.last().copied().unwrap_or(0));
+        self.catalog.import_rows(courses, self.provenance, pass).map_err(|error| match error {
+            WriteError::OutcomeUnknown(error) => anyhow::Error::from(error).context(format!(
+                "the batch ending at line {last} may or may not be stored; run the same command again \
+                 (rows already imported are skipped)"
+            )),
+            error => anyhow::Error::from(error).context(format!("cannot import the batch of lines {first}-{last}")),
+        })
     }
 }

@@ -8,9 +8,12 @@
 //! (and an optional `id`), as the CSV rows (`titulo,cargaHoraria[,id]`, with a header row).
 //!
 //! Every field is read by the same functions that read tool arguments (`arguments.rs`), so a bad
-//! row is refused with the sentence a tool call would get, naming its field.
+//! row is refused with the sentence a tool call would get, naming its field; the import's own
+//! refusals ([`ImportRefusal`]: duplicates in the file, a title or id taken) are worded here too.
 
-use courses_domain::{CatalogName, Course, CourseId, HistoryEntry, ImportedCourseError, NewCourse, OffsetDateTime};
+use courses_domain::{
+    CatalogName, Course, CourseId, HistoryEntry, ImportRefusal, ImportedCourseError, NewCourse, OffsetDateTime,
+};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -204,6 +207,40 @@ pub fn csv_columns(header: &[&str]) -> Result<(usize, usize, Option<usize>), Fie
             "o cabeçalho deve nomear as colunas 'titulo' e 'cargaHoraria' (e, se quiser, 'id'); recebido: {}.",
             arguments::shorten(&header.join(","))
         ))),
+    }
+}
+
+/// Reads one CSV record (its fields in order) by the header's `columns` ([`csv_columns`]).
+///
+/// # Errors
+/// Every problem of the record, each naming its field; a record longer than its header.
+pub fn parse_csv_row(columns: (usize, usize, Option<usize>), record: &[&str]) -> Result<ImportRow, Vec<FieldError>> {
+    let (title, hours, id) = columns;
+    if record.len() > title.max(hours).max(id.unwrap_or(0)) + 1 {
+        return Err(vec![FieldError::row(format!(
+            "tem {} colunas; o cabeçalho nomeia menos (use aspas num título com vírgula).",
+            record.len()
+        ))]);
+    }
+    let get = |index: usize| record.get(index).copied();
+    parse_csv_record(get(title), get(hours), id.and_then(get))
+}
+
+/// The field and the Portuguese sentence of a row the import's rules refused.
+#[must_use]
+pub fn refusal_message(refusal: &ImportRefusal) -> FieldError {
+    match refusal {
+        ImportRefusal::TitleRepeatsLine(first) => FieldError::new(
+            TITLE,
+            format!("o título repete o da linha {first} do arquivo (maiúsculas e espaços à parte)."),
+        ),
+        ImportRefusal::IdRepeated(id) => {
+            FieldError::new(ID, format!("o mesmo curso (id {id}) já está numa linha anterior do arquivo."))
+        }
+        ImportRefusal::TitleTaken => FieldError::new(TITLE, "já existe um curso ativo com este título no catálogo."),
+        ImportRefusal::IdOfAnotherCatalog => {
+            FieldError::new(ID, "este id é de um curso de outro catálogo deste banco de dados.")
+        }
     }
 }
 
