@@ -106,7 +106,13 @@ impl Server {
             unconfirmed_archive: settings.unconfirmed_archive,
         };
         let confirmation_secret = settings.confirmation_secret.as_ref().map(|secret| secret.as_bytes().to_vec());
-        let running = setup::start(catalog, Setup { confirmation_secret, policy, ..Setup::new(options) })?;
+        // Effects that come after a request (a confirmed archiving, a notice on an open stream)
+        // ask the keys in force now, not the ones the request was let in with.
+        let authority: Option<std::sync::Arc<dyn mcp_server::Authority>> = match &access {
+            Access::Keys(keyring) => Some(std::sync::Arc::new(keyring.clone())),
+            Access::NoAuth => None,
+        };
+        let running = setup::start(catalog, Setup { confirmation_secret, policy, authority, ..Setup::new(options) })?;
         if let Some(policy) = running.policy_summary() {
             tracing::info!(target: LOG_TARGET, policy = %policy, "operator's policy loaded (POLICY_FILE)");
         }
