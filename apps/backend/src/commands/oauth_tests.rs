@@ -175,6 +175,10 @@ impl AuthorizationServer {
         self.state.keys.lock().unwrap_or_else(PoisonError::into_inner).push(key.jwk.clone());
     }
 
+    fn remove_key(&self, kid: &str) {
+        self.state.keys.lock().unwrap_or_else(PoisonError::into_inner).retain(|jwk| jwk["kid"] != kid);
+    }
+
     fn set_down(&self, down: bool) {
         self.state.down.store(down, Ordering::SeqCst);
     }
@@ -277,6 +281,8 @@ impl Drop for Backend {
 struct Answer {
     status: StatusCode,
     challenge: String,
+    /// The `Connection` header.
+    connection: String,
     body: Value,
 }
 
@@ -333,9 +339,11 @@ impl Backend {
             .and_then(|value| value.to_str().ok())
             .unwrap_or_default()
             .to_owned();
+        let connection =
+            response.headers().get("connection").and_then(|value| value.to_str().ok()).unwrap_or_default().to_owned();
         let text = response.text().await.expect("body");
         let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
-        Answer { status, challenge, body }
+        Answer { status, challenge, connection, body }
     }
 
     /// A 2026-07-28 request of `method`, with `authorization` (the whole header value) if any.
@@ -463,6 +471,7 @@ async fn the_protected_resource_metadata_and_the_401_challenge_tell_a_client_whe
     let answer = backend.mcp(None, "tools/list", None, json!({})).await;
     assert_eq!(answer.status, StatusCode::UNAUTHORIZED);
     assert_eq!(answer.challenge, format!("Bearer resource_metadata=\"{METADATA_URL}\", scope=\"mcp:read mcp:write\""));
+    assert_eq!(answer.connection, "close", "refused before its body was read: the connection is not reused");
     let (status, ready) = backend.ready_when("ok").await;
     assert_eq!((status, ready), (StatusCode::OK, json!({"status": "ready", "oauth": "ok"})));
 }
@@ -565,6 +574,25 @@ async fn a_new_key_in_the_jwks_is_found_by_one_refetch() {
     assert_eq!(backend.total(&token).await, 0);
     assert_eq!(backend.total(&token).await, 0);
     assert_eq!(issuer.jwks_fetches(), 2, "once at start, once for the new kid");
+}
+
+#[tokio::test]
+async fn a_key_withdrawn_from_the_jwks_stops_its_tokens_once_the_keys_are_fetched_again() {
+    let (old, new) = (TestKey::es256("k1"), TestKey::es256("k2"));
+    let issuer = AuthorizationServer::start(&[&old]).await;
+    let backend = Backend::start_for(&issuer.issuer, &[]).await;
+    let token = old.sign(&issuer.claims(&json!({})));
+    assert_eq!(backend.total(&token).await, 0);
+    assert_eq!(backend.total(&token).await, 0, "verified once, then remembered");
+
+    // Rotated: k1 withdrawn, k2 published; a k2 token makes the server fetch the keys again.
+    issuer.remove_key("k1");
+    issuer.add_key(&new);
+    assert_eq!(backend.total(&new.sign(&issuer.claims(&json!({})))).await, 0);
+    assert_invalid_token(
+        &backend.read(&token, "cursos://catalogo").await,
+        "is not among the authorization server's keys",
+    );
 }
 
 #[tokio::test]

@@ -358,7 +358,14 @@ fn session_end_without_content(is_delete: bool, response: Response) -> Response 
 async fn mcp_gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> Response {
     let (caller, by_token) = match gate.authenticate(request.headers(), request.uri().query()).await {
         Ok(authenticated) => authenticated,
-        Err(refusal) => return *refusal,
+        Err(refusal) => {
+            // Refused before its body was read: hyper closes the connection after this answer,
+            // so say so, or a client may send its next request (the PRM GET after a 401) on a
+            // connection that is already gone.
+            let mut refusal = *refusal;
+            refusal.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+            return refusal;
+        }
     };
     let (mut parts, body) = request.into_parts();
     let checked = match jsonrpc_body::read_and_check(&parts, body).await {

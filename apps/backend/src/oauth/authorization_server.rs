@@ -87,6 +87,8 @@ struct KeySet {
     by_kid: HashMap<String, SigningKey>,
     /// Keys without a `kid` (a token without `kid` may use one when it is the only one).
     without_kid: Vec<SigningKey>,
+    /// The JWKs kept, as JSON: what a later load is compared with.
+    published: std::collections::HashSet<String>,
 }
 
 /// What `/ready` says of the authorization server.
@@ -154,6 +156,9 @@ pub struct AuthorizationServer {
     status: Mutex<Status>,
     /// When the JWKS was fetched in the last minute; held while fetching (one at a time).
     fetches: tokio::sync::Mutex<VecDeque<Instant>>,
+    /// Counts the JWKS loads that dropped or replaced a key: what a cached verification was
+    /// made under.
+    generation: std::sync::atomic::AtomicU64,
 }
 
 /// The HTTP client for the authorization server: rustls with `ring`, no redirects, timeouts.
@@ -222,6 +227,7 @@ impl AuthorizationServer {
             keys: RwLock::default(),
             status: Mutex::new(Status { reachability: Reachability::Starting, usable: false }),
             fetches: tokio::sync::Mutex::default(),
+            generation: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -241,6 +247,13 @@ impl AuthorizationServer {
     #[must_use]
     pub fn status(&self) -> Status {
         *self.status.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Changes whenever a JWKS load drops a key (or may have replaced one): verifications made
+    /// under an older generation are made again.
+    #[must_use]
+    pub fn key_generation(&self) -> u64 {
+        self.generation.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// The metadata, once discovered.
@@ -364,7 +377,14 @@ impl AuthorizationServer {
         let set: JwkSet = read_json(self.client.get(jwks_uri).send().await, jwks_uri).await?;
         let keys = key_set(&set);
         tracing::info!(target: "backend::oauth", keys = keys.by_kid.len() + keys.without_kid.len(), "authorization server keys (JWKS) loaded");
-        *self.keys.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(keys);
+        let mut current = self.keys.write().unwrap_or_else(PoisonError::into_inner);
+        // Every key cached before is still there, unchanged (JWKs compared as published).
+        let kept_every_key = current.published.iter().all(|published| keys.published.contains(published));
+        *current = Arc::new(keys);
+        drop(current);
+        if !kept_every_key {
+            self.generation.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
         Ok(())
     }
 
@@ -470,6 +490,7 @@ fn key_set(set: &JwkSet) -> KeySet {
         let Some(key) = signing_key(jwk) else {
             continue;
         };
+        keys.published.insert(serde_json::to_string(jwk).unwrap_or_default());
         match &jwk.common.key_id {
             Some(kid) => {
                 keys.by_kid.insert(kid.clone(), key);

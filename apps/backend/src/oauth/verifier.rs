@@ -36,6 +36,8 @@ use super::config::{CatalogSource, MAX_SUBJECT_CHARS, OAuthConfig};
 pub const INTROSPECTION_CACHE_TTL: Duration = Duration::from_secs(60);
 /// The most introspection answers kept.
 pub const INTROSPECTION_CACHE_ENTRIES: usize = 4096;
+/// The most verified JWTs remembered.
+pub const VERIFIED_CACHE_ENTRIES: usize = 4096;
 /// The longest token looked at (longer ones are refused unread).
 pub const MAX_TOKEN_BYTES: usize = 16 * 1024;
 
@@ -68,6 +70,11 @@ struct Introspected {
 pub struct ResourceServer {
     issuer: Arc<AuthorizationServer>,
     introspected: Mutex<HashMap<[u8; 32], Introspected>>,
+    /// JWTs verified lately, by the SHA-256 of the whole token (never a part of it: a copied
+    /// signature on another payload is another token): the caller, and the key generation it
+    /// was verified under. Used until the caller's expiry; a JWKS load that drops or changes a
+    /// key makes every entry stale.
+    verified: Mutex<HashMap<[u8; 32], (Caller, u64)>>,
 }
 
 /// The JWT header fields looked at.
@@ -84,7 +91,7 @@ impl ResourceServer {
     /// The HTTP client cannot be built.
     pub fn new(config: OAuthConfig) -> Result<Self, reqwest::Error> {
         let issuer = Arc::new(AuthorizationServer::new(config, http_client()?));
-        Ok(Self { issuer, introspected: Mutex::default() })
+        Ok(Self { issuer, introspected: Mutex::default(), verified: Mutex::default() })
     }
 
     /// Discovers the issuer in the background and keeps its keys up to date until `shutdown`.
@@ -116,12 +123,40 @@ impl ResourceServer {
             return Err(TokenRefusal::invalid("the token is not text"));
         };
         match jws_header(token) {
-            Some(header) => self.verify_jwt(token, &header).await,
+            Some(header) => {
+                let hash: [u8; 32] = sha2::Sha256::digest(token.as_bytes()).into();
+                let generation = self.issuer.key_generation();
+                if let Some(caller) = self.verified_lately(&hash, generation) {
+                    return Ok(caller);
+                }
+                let caller = self.verify_jwt(token, &header).await?;
+                self.remember(hash, &caller, generation);
+                Ok(caller)
+            }
             None if self.config().introspection().is_some() => self.introspect(token).await,
             None => {
                 Err(TokenRefusal::invalid("the token is not a JWT (and this server does not introspect opaque tokens)"))
             }
         }
+    }
+
+    /// The caller of a token verified lately under the same keys, while it has not expired.
+    fn verified_lately(&self, hash: &[u8; 32], generation: u64) -> Option<Caller> {
+        let verified = self.verified.lock().unwrap_or_else(PoisonError::into_inner);
+        let (caller, made_under) = verified.get(hash)?;
+        (*made_under == generation && !caller.has_expired_at(SystemTime::now())).then(|| caller.clone())
+    }
+
+    fn remember(&self, hash: [u8; 32], caller: &Caller, generation: u64) {
+        let mut verified = self.verified.lock().unwrap_or_else(PoisonError::into_inner);
+        if verified.len() >= VERIFIED_CACHE_ENTRIES {
+            let now = SystemTime::now();
+            verified.retain(|_, (caller, made_under)| *made_under == generation && !caller.has_expired_at(now));
+            if verified.len() >= VERIFIED_CACHE_ENTRIES {
+                verified.clear();
+            }
+        }
+        verified.insert(hash, (caller.clone(), generation));
     }
 
     async fn verify_jwt(&self, token: &str, header: &Header) -> Result<Caller, TokenRefusal> {
