@@ -28,12 +28,13 @@
 //! `subscriptions` notices plus one list-changed notice per listener, whatever clients asked.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Duration;
 
 use courses_domain::{CatalogName, CatalogObserver, CourseChange, CourseId};
 use rmcp::{Peer, RoleServer};
 
+use crate::access::authority::{self, Authority, Standing, Unchanging};
 use crate::access::caller::Caller;
 use crate::access::policy::ListsChanged;
 use crate::contract::uris;
@@ -84,6 +85,9 @@ pub(crate) struct SubscriptionHub {
     /// How many listen streams are admitted, for whoever waits for them to end.
     open_streams: tokio::sync::watch::Sender<usize>,
     session_closer: OnceLock<SessionCloser>,
+    /// Asked before every batch of notices and by [`Self::recheck`]: a listener whose caller no
+    /// longer stands unchanged hears nothing more and is ended.
+    authority: RwLock<Arc<dyn Authority>>,
 }
 
 impl std::fmt::Debug for SubscriptionHub {
@@ -111,7 +115,8 @@ impl Listeners {
 #[derive(Debug)]
 struct Session {
     peer: Peer<RoleServer>,
-    caller: Arc<str>,
+    /// Who opened the session, as authenticated then: rechecked against the authority.
+    caller: Caller,
     /// The caller's catalog: the session hears only of its changes (ADR 0035).
     catalog: CatalogName,
     /// The HTTP session's `Mcp-Session-Id`, when the session is an HTTP one.
@@ -122,7 +127,8 @@ struct Session {
 
 #[derive(Debug)]
 struct Stream {
-    caller: Arc<str>,
+    /// Who opened the stream, as authenticated then: rechecked against the authority.
+    caller: Caller,
     /// The caller's catalog: the stream hears only of its changes (ADR 0035).
     catalog: CatalogName,
     resources: Vec<Arc<str>>,
@@ -214,7 +220,19 @@ impl SubscriptionHub {
             listeners: Mutex::default(),
             open_streams: tokio::sync::watch::Sender::new(0),
             session_closer: OnceLock::new(),
+            authority: RwLock::new(Arc::new(Unchanging)),
         }
+    }
+
+    /// Judges listeners' callers by `authority` from now on.
+    pub(crate) fn set_authority(&self, authority: Arc<dyn Authority>) {
+        *self.authority.write().unwrap_or_else(std::sync::PoisonError::into_inner) = authority;
+    }
+
+    /// How `caller` stands now (expiry first, then the authority).
+    fn standing(&self, caller: &Caller) -> Standing {
+        let authority = Arc::clone(&self.authority.read().unwrap_or_else(std::sync::PoisonError::into_inner));
+        authority::standing(authority.as_ref(), caller, std::time::SystemTime::now())
     }
 
     pub(crate) fn limits(&self) -> &LiveUpdateLimits {
@@ -249,10 +267,10 @@ impl SubscriptionHub {
     ) -> &'a mut Session {
         listeners.sessions.entry(session).or_insert_with(|| {
             let mailbox = Arc::new(Mailbox::default());
-            spawn_session_drainer(self, session, peer.clone(), Arc::clone(&mailbox));
+            spawn_session_drainer(self, session, peer.clone(), caller.clone(), Arc::clone(&mailbox));
             Session {
                 peer,
-                caller: caller.name().into(),
+                caller: caller.clone(),
                 catalog: caller.catalog().clone(),
                 http_session,
                 resources: HashSet::new(),
@@ -337,7 +355,7 @@ impl SubscriptionHub {
             return Err(Refusal::PerListener(limits.subscriptions_per_listener));
         }
         prune_closed_sessions(&mut listeners);
-        let caller_streams = listeners.streams.values().filter(|stream| &*stream.caller == caller.name()).count();
+        let caller_streams = listeners.streams.values().filter(|stream| stream.caller.name() == caller.name()).count();
         if caller_streams >= limits.streams_per_caller {
             return Err(Refusal::StreamsPerCaller(limits.streams_per_caller));
         }
@@ -357,7 +375,7 @@ impl SubscriptionHub {
         listeners.streams.insert(
             id,
             Stream {
-                caller: caller.name().into(),
+                caller: caller.clone(),
                 catalog: caller.catalog().clone(),
                 resources: distinct.into_iter().map(Arc::from).collect(),
                 list_changed,
@@ -418,7 +436,7 @@ impl SubscriptionHub {
             if let Some(stream) = listeners.streams.remove(&key) {
                 listeners.slow_dropped += 1;
                 stream.mailbox.dropped.cancel();
-                tracing::warn!(caller = %stream.caller, "a subscriptions/listen stream was closed: its client fell behind");
+                tracing::warn!(caller = stream.caller.name(), "a subscriptions/listen stream was closed: its client fell behind");
             }
         }
         self.open_streams.send_replace(listeners.live_streams());
@@ -451,6 +469,53 @@ impl SubscriptionHub {
         }
     }
 
+    /// Ends every listener whose caller no longer stands unchanged (revoked, expired, moved to
+    /// another catalog, another scope): a listen stream ends (its handler returns), a 2025-era
+    /// session is dropped and, over HTTP, closed through the [`SessionCloser`], which ends its GET
+    /// stream whatever its idle time. Each end is logged with the caller's name and the reason.
+    /// Never awaits a client.
+    pub(crate) fn recheck(&self) {
+        let mut listeners = self.lock();
+        prune_closed_sessions(&mut listeners);
+        let lapsed = |caller: &Caller| Some(self.standing(caller)).filter(|standing| *standing != Standing::Unchanged);
+        let streams: Vec<(u64, Standing)> = listeners
+            .streams
+            .iter()
+            .filter_map(|(key, stream)| lapsed(&stream.caller).map(|standing| (*key, standing)))
+            .collect();
+        for (key, standing) in streams {
+            if let Some(stream) = listeners.streams.remove(&key) {
+                stream.mailbox.dropped.cancel();
+                let reason = reason(&standing, &stream.caller);
+                tracing::info!(caller = stream.caller.name(), reason, "a subscriptions/listen stream was ended: its caller no longer stands as it was");
+            }
+        }
+        self.open_streams.send_replace(listeners.live_streams());
+        let sessions: Vec<(u64, Standing)> = listeners
+            .sessions
+            .iter()
+            .filter_map(|(key, session)| lapsed(&session.caller).map(|standing| (*key, standing)))
+            .collect();
+        let ended: Vec<(Session, Standing)> = sessions
+            .into_iter()
+            .filter_map(|(key, standing)| listeners.sessions.remove(&key).map(|session| (session, standing)))
+            .collect();
+        drop(listeners);
+        for (session, standing) in ended {
+            session.mailbox.dropped.cancel();
+            let reason = reason(&standing, &session.caller);
+            tracing::info!(caller = session.caller.name(), reason, "a session was closed: its caller no longer stands as it was");
+            if let (Some(id), Some(closer)) = (&session.http_session, self.session_closer.get()) {
+                closer(id);
+            }
+        }
+    }
+
+    /// Whether `caller`'s listener may still be told anything (asked before each batch).
+    pub(crate) fn stands(&self, caller: &Caller) -> bool {
+        self.standing(caller) == Standing::Unchanged
+    }
+
     fn drop_slow_session(&self, key: u64, mailbox: &Arc<Mailbox>) {
         let mut listeners = self.lock();
         let is_this_one = listeners.sessions.get(&key).is_some_and(|session| Arc::ptr_eq(&session.mailbox, mailbox));
@@ -474,7 +539,7 @@ impl SubscriptionHub {
     /// Stops telling a session that stopped reading, and closes it when it is an HTTP session.
     fn end_slow_session(&self, session: &Session) {
         session.mailbox.dropped.cancel();
-        tracing::warn!(caller = %session.caller, "a session stopped reading its stream: no more live updates to it");
+        tracing::warn!(caller = session.caller.name(), "a session stopped reading its stream: no more live updates to it");
         if let (Some(id), Some(closer)) = (&session.http_session, self.session_closer.get()) {
             closer(id);
         }
@@ -489,7 +554,7 @@ fn subscription_totals(listeners: &Listeners, caller: &str) -> (usize, usize) {
     let streams = listeners.streams.values().map(|stream| (&stream.caller, stream.resources.len()));
     for (owner, held) in sessions.chain(streams) {
         total += held;
-        if &**owner == caller {
+        if owner.name() == caller {
             of_caller += held;
         }
     }
@@ -506,7 +571,13 @@ fn prune_closed_sessions(listeners: &mut Listeners) {
     });
 }
 
-fn spawn_session_drainer(hub: &Arc<SubscriptionHub>, key: u64, peer: Peer<RoleServer>, mailbox: Arc<Mailbox>) {
+fn spawn_session_drainer(
+    hub: &Arc<SubscriptionHub>,
+    key: u64,
+    peer: Peer<RoleServer>,
+    caller: Caller,
+    mailbox: Arc<Mailbox>,
+) {
     let Ok(runtime) = tokio::runtime::Handle::try_current() else {
         tracing::warn!("a session opened outside a Tokio runtime gets no live updates");
         return;
@@ -514,15 +585,27 @@ fn spawn_session_drainer(hub: &Arc<SubscriptionHub>, key: u64, peer: Peer<RoleSe
     let hub = Arc::clone(hub);
     let send_timeout = hub.limits.send_timeout;
     runtime.spawn(async move {
+        let stands = || hub.stands(&caller);
         let end = tokio::select! {
-            end = drain(&mailbox, Receiver::Session(&peer), send_timeout) => end,
+            end = drain(&mailbox, Receiver::Session(&peer), send_timeout, &stands) => end,
             () = mailbox.dropped() => return,
         };
         match end {
             DrainEnd::Slow => hub.drop_slow_session(key, &mailbox),
             DrainEnd::Closed => hub.remove_session(key, &mailbox),
+            DrainEnd::Lapsed => hub.recheck(),
         }
     });
+}
+
+/// Why a listener's caller no longer stands, for the operator's log (names only).
+fn reason(standing: &Standing, caller: &Caller) -> &'static str {
+    match standing {
+        Standing::Unchanged => "unchanged",
+        Standing::Lapsed(lapsed) => lapsed.as_str(),
+        Standing::Changed(now) if now.catalog() != caller.catalog() => "moved to another catalog",
+        Standing::Changed(_) => "scope changed",
+    }
 }
 
 /// The hub as the catalog's observer: each change only fills mailboxes, so no listener delays
