@@ -646,6 +646,45 @@ mod tests {
         assert!(of_verde.mailbox().take().is_some());
     }
 
+    /// A token-like caller ([`Caller::expiring_at`]): its listen stream stands until its expiry,
+    /// and the first recheck after it ends the stream; a caller without expiry is left alone.
+    #[tokio::test]
+    async fn a_listen_stream_of_an_expiring_caller_ends_at_its_expiry() {
+        let hub = Arc::new(SubscriptionHub::new(LiveUpdateLimits::default()));
+        let expiry = std::time::SystemTime::now() + Duration::from_millis(300);
+        let token = Caller::new("ana@http://idp", crate::access::caller::Scope::Read).expiring_at(expiry);
+        let key = Caller::new("chave", crate::access::caller::Scope::Read);
+        let watched = [uris::CATALOG.to_owned()];
+        hub.stream_accepted();
+        let of_token = hub.admit_stream(&token, &watched, true).expect("admitted");
+        hub.stream_accepted();
+        let of_key = hub.admit_stream(&key, &watched, true).expect("admitted");
+        hub.recheck();
+        assert!(!of_token.mailbox().dropped.is_cancelled(), "stands before its expiry");
+        assert!(hub.stands(&token));
+
+        let bound = Duration::from_secs(1);
+        let started = tokio::time::Instant::now();
+        let ended = async {
+            loop {
+                hub.recheck();
+                if of_token.mailbox().dropped.is_cancelled() {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        };
+        tokio::time::timeout(Duration::from_millis(300) + bound, ended).await.expect("ended within the bound");
+        assert!(std::time::SystemTime::now() >= expiry, "not before its expiry");
+        assert!(started.elapsed() >= Duration::from_millis(250), "the stream stood until then");
+        assert!(!hub.stands(&token), "an expired caller is told nothing more");
+        assert_eq!(hub.counts().listen_streams, 1, "only the key's stream is left");
+        assert!(!of_key.mailbox().dropped.is_cancelled());
+        hub.announce(&CatalogName::default_catalog(), CourseId::generate(), true);
+        assert!(of_token.mailbox().take().is_none(), "nothing is posted to an ended stream");
+        assert!(of_key.mailbox().take().is_some());
+    }
+
     #[test]
     fn a_policy_change_of_one_catalog_reaches_only_its_listeners() {
         let hub = Arc::new(SubscriptionHub::new(LiveUpdateLimits::default()));
