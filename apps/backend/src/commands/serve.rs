@@ -119,7 +119,9 @@ impl Server {
         let state = running.state().clone();
         let shutdown = state.shutdown_token();
         if let Access::Keys(keyring) = &access {
-            keyring.watch(RELOAD_INTERVAL, shutdown.clone());
+            // A key revoked, moved or downgraded in the file: what it has open ends at once.
+            let rechecked = state.clone();
+            keyring.watch(RELOAD_INTERVAL, shutdown.clone(), move || rechecked.recheck_listeners());
         }
         let config = app_config(settings, access, guard);
         let router = app(state, config, shutdown.clone());

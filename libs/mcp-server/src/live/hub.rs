@@ -436,7 +436,10 @@ impl SubscriptionHub {
             if let Some(stream) = listeners.streams.remove(&key) {
                 listeners.slow_dropped += 1;
                 stream.mailbox.dropped.cancel();
-                tracing::warn!(caller = stream.caller.name(), "a subscriptions/listen stream was closed: its client fell behind");
+                tracing::warn!(
+                    caller = stream.caller.name(),
+                    "a subscriptions/listen stream was closed: its client fell behind"
+                );
             }
         }
         self.open_streams.send_replace(listeners.live_streams());
@@ -487,7 +490,11 @@ impl SubscriptionHub {
             if let Some(stream) = listeners.streams.remove(&key) {
                 stream.mailbox.dropped.cancel();
                 let reason = reason(&standing, &stream.caller);
-                tracing::info!(caller = stream.caller.name(), reason, "a subscriptions/listen stream was ended: its caller no longer stands as it was");
+                tracing::info!(
+                    caller = stream.caller.name(),
+                    reason,
+                    "a subscriptions/listen stream was ended: its caller no longer stands as it was"
+                );
             }
         }
         self.open_streams.send_replace(listeners.live_streams());
@@ -504,7 +511,11 @@ impl SubscriptionHub {
         for (session, standing) in ended {
             session.mailbox.dropped.cancel();
             let reason = reason(&standing, &session.caller);
-            tracing::info!(caller = session.caller.name(), reason, "a session was closed: its caller no longer stands as it was");
+            tracing::info!(
+                caller = session.caller.name(),
+                reason,
+                "a session was closed: its caller no longer stands as it was"
+            );
             if let (Some(id), Some(closer)) = (&session.http_session, self.session_closer.get()) {
                 closer(id);
             }
@@ -539,7 +550,10 @@ impl SubscriptionHub {
     /// Stops telling a session that stopped reading, and closes it when it is an HTTP session.
     fn end_slow_session(&self, session: &Session) {
         session.mailbox.dropped.cancel();
-        tracing::warn!(caller = session.caller.name(), "a session stopped reading its stream: no more live updates to it");
+        tracing::warn!(
+            caller = session.caller.name(),
+            "a session stopped reading its stream: no more live updates to it"
+        );
         if let (Some(id), Some(closer)) = (&session.http_session, self.session_closer.get()) {
             closer(id);
         }
