@@ -201,3 +201,66 @@ fn too_many_sessions(caller: &Caller, open: usize, limit: NonZeroUsize) -> Respo
     )
         .into_response()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcp_server::Scope;
+
+    fn naming(session: &str, revision: &str) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert(SESSION_ID, session.parse().expect("header value"));
+        headers.insert(PROTOCOL_VERSION, revision.parse().expect("header value"));
+        headers
+    }
+
+    fn caller(name: &str, principal: &str) -> Caller {
+        Caller::new(name, Scope::Write).with_principal(Principal::new(principal))
+    }
+
+    async fn opened(cap: &Arc<SessionCap>, caller: &Caller, session: &str) {
+        let reservation = cap.admit(caller).await.expect("within the cap");
+        let mut answer = Response::new(axum::body::Body::empty());
+        answer.headers_mut().insert(SESSION_ID, session.parse().expect("header value"));
+        reservation.settle_with(&answer);
+    }
+
+    #[tokio::test]
+    async fn a_session_answers_only_to_the_principal_that_opened_it_as_if_unknown_to_anyone_else() {
+        let cap = Arc::new(SessionCap::new(Arc::default(), NonZeroUsize::new(4).expect("not zero")));
+        let owner = caller("ci", "key:sha256:aa");
+        opened(&cap, &owner, "s-1").await;
+        assert!(cap.refusal_for(&owner, &Method::POST, &naming("s-1", "2025-11-25")).await.is_none());
+        assert!(cap.refusal_for(&owner, &Method::GET, &naming("s-1", "2025-11-25")).await.is_none());
+
+        // The same name re-issued (another hash), a token's subject, an id nobody opened.
+        let reissued = caller("ci", "key:sha256:bb");
+        let token = caller("ana@http://idp", "oauth:http://idp#ana");
+        for (who, session) in [(&reissued, "s-1"), (&token, "s-1"), (&owner, "s-2")] {
+            for method in [Method::POST, Method::GET, Method::DELETE] {
+                let refusal = cap.refusal_for(who, &method, &naming(session, "2025-11-25")).await.expect("refused");
+                assert_eq!(refusal.status(), StatusCode::NOT_FOUND);
+                assert!(refusal.headers().is_empty(), "no header of its own, as rmcp's: {:?}", refusal.headers());
+                let body = axum::body::to_bytes(refusal.into_body(), 1024).await.expect("body");
+                assert_eq!(body, UNKNOWN_SESSION_TEXT);
+            }
+        }
+        // 2026-07-28 requests have no sessions: rmcp ignores the header, and so does the check.
+        assert!(cap.refusal_for(&token, &Method::POST, &naming("s-1", "2026-07-28")).await.is_none());
+        // The owner's DELETE of a session the manager no longer holds: unknown too.
+        assert!(cap.refusal_for(&owner, &Method::DELETE, &naming("s-1", "2025-11-25")).await.is_some());
+    }
+
+    /// Through `reserve`, which logs nothing: a log event with no subscriber here would leave
+    /// its callsite uninterested for the router's tests that capture the log.
+    #[tokio::test]
+    async fn the_cap_counts_per_principal_so_a_key_reissued_under_its_name_has_its_own() {
+        let cap = Arc::new(SessionCap::new(Arc::default(), NonZeroUsize::new(1).expect("not zero")));
+        let (old, reissued) = (Principal::new("key:sha256:aa"), Principal::new("key:sha256:bb"));
+        let first = cap.reserve(&old).await.expect("the first");
+        assert_eq!(cap.reserve(&old).await.err(), Some(1), "its cap is full");
+        assert!(cap.reserve(&reissued).await.is_ok(), "another credential, its own count");
+        drop(first);
+        assert!(cap.reserve(&old).await.is_ok(), "an unanswered initialize is released");
+    }
+}
