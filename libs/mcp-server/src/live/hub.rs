@@ -478,35 +478,46 @@ impl SubscriptionHub {
     /// stream whatever its idle time. Each end is logged with the caller's name and the reason.
     /// Never awaits a client.
     pub(crate) fn recheck(&self) {
-        let mut listeners = self.lock();
-        prune_closed_sessions(&mut listeners);
-        let lapsed = |caller: &Caller| Some(self.standing(caller)).filter(|standing| *standing != Standing::Unchanged);
-        let streams: Vec<(u64, Standing)> = listeners
-            .streams
-            .iter()
-            .filter_map(|(key, stream)| lapsed(&stream.caller).map(|standing| (*key, standing)))
+        // The standings are asked without the hub's lock (an authority may take its own locks
+        // and look through many keys): fan-out is never held up by a recheck.
+        let callers: Vec<(Listener, Caller)> = {
+            let mut listeners = self.lock();
+            prune_closed_sessions(&mut listeners);
+            let sessions = listeners.sessions.iter().map(|(key, session)| (Listener::Session(*key), &session.caller));
+            let streams = listeners.streams.iter().map(|(key, stream)| (Listener::Stream(*key), &stream.caller));
+            sessions.chain(streams).map(|(listener, caller)| (listener, caller.clone())).collect()
+        };
+        let lapsed: Vec<(Listener, Standing)> = callers
+            .into_iter()
+            .filter_map(|(listener, caller)| {
+                let standing = self.standing(&caller);
+                (standing != Standing::Unchanged).then_some((listener, standing))
+            })
             .collect();
-        for (key, standing) in streams {
-            if let Some(stream) = listeners.streams.remove(&key) {
-                stream.mailbox.dropped.cancel();
-                let reason = reason(&standing, &stream.caller);
-                tracing::info!(
-                    caller = stream.caller.name(),
-                    reason,
-                    "a subscriptions/listen stream was ended: its caller no longer stands as it was"
-                );
+        if lapsed.is_empty() {
+            return;
+        }
+        let mut listeners = self.lock();
+        let mut ended = Vec::new();
+        for (listener, standing) in lapsed {
+            match listener {
+                Listener::Stream(key) => {
+                    if let Some(stream) = listeners.streams.remove(&key) {
+                        stream.mailbox.dropped.cancel();
+                        let reason = reason(&standing, &stream.caller);
+                        tracing::info!(
+                            caller = stream.caller.name(),
+                            reason,
+                            "a subscriptions/listen stream was ended: its caller no longer stands as it was"
+                        );
+                    }
+                }
+                Listener::Session(key) => {
+                    ended.extend(listeners.sessions.remove(&key).map(|session| (session, standing)));
+                }
             }
         }
         self.open_streams.send_replace(listeners.live_streams());
-        let sessions: Vec<(u64, Standing)> = listeners
-            .sessions
-            .iter()
-            .filter_map(|(key, session)| lapsed(&session.caller).map(|standing| (*key, standing)))
-            .collect();
-        let ended: Vec<(Session, Standing)> = sessions
-            .into_iter()
-            .filter_map(|(key, standing)| listeners.sessions.remove(&key).map(|session| (session, standing)))
-            .collect();
         drop(listeners);
         for (session, standing) in ended {
             session.mailbox.dropped.cancel();
@@ -610,6 +621,13 @@ fn spawn_session_drainer(
             DrainEnd::Lapsed => hub.recheck(),
         }
     });
+}
+
+/// One listener of the hub, by its key.
+#[derive(Debug, Clone, Copy)]
+enum Listener {
+    Session(u64),
+    Stream(u64),
 }
 
 /// Why a listener's caller no longer stands, for the operator's log (names only).
