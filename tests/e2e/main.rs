@@ -17,6 +17,7 @@ mod probe;
 mod scenario;
 mod security;
 mod soak;
+mod standing;
 mod stdio_lines;
 mod support;
 mod tenants;

@@ -110,6 +110,12 @@ impl Running {
     }
 }
 
+/// How often [`start`] rechecks every live-update listener's caller
+/// ([`ServerState::recheck_listeners`]): an expired caller's streams end within it. A keys-file
+/// change is rechecked at once after its reload (the backend's keyring), within the file's
+/// reread interval ([`crate::reloaded_file::RELOAD_INTERVAL`]).
+pub const RECHECK_INTERVAL: Duration = Duration::from_millis(250);
+
 /// Builds the server state `setup` describes over `catalog`, and starts what runs beside it:
 /// the policy file's rereading (until [`ServerState::shutdown_token`] is cancelled) and, with
 /// [`Setup::follow_other_processes`], the followers of other processes' changes.
@@ -140,6 +146,8 @@ pub fn start(catalog: Catalog, setup: Setup) -> Result<Running, SetupError> {
         }
         None => (state, None),
     };
+    // Callers that lapse while nothing else happens (a token's expiry) lose their streams too.
+    state.recheck_listeners_every(RECHECK_INTERVAL);
     // Processes sharing the database (PostgreSQL replicas, apps on one SQLite file) hear of each other's changes.
     let followers = if setup.follow_other_processes { state.follow_other_processes() } else { None };
     Ok(Running { state, policy_summary, _followers: followers })

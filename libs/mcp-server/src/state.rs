@@ -65,8 +65,40 @@ impl ServerState {
     /// Default: every caller stands unchanged until its expiry.
     #[must_use]
     pub fn with_authority(mut self, authority: Arc<dyn Authority>) -> Self {
+        self.hub.set_authority(Arc::clone(&authority));
         self.authority = authority;
         self
+    }
+
+    /// Ends every live-update listener whose caller no longer stands unchanged
+    /// ([`ServerState::standing`]): a 2026-07-28 `subscriptions/listen` stream ends, a 2025-era
+    /// session is closed through the transport's [`SessionCloser`] (its GET stream ends, however
+    /// long it has been idle). Each end is logged with the caller's name and why (`revoked`,
+    /// `expired`, `moved to another catalog`, `scope changed`), never a key. The backend calls it
+    /// after every keys-file reload that changed something; [`ServerState::recheck_listeners_every`]
+    /// calls it on a timer, for expiring callers. Never waits on a client.
+    ///
+    /// Between a change and this sweep no notice reaches such a listener either: each listener's
+    /// drainer asks for its caller's standing before every batch it sends.
+    pub fn recheck_listeners(&self) {
+        self.hub.recheck();
+    }
+
+    /// Calls [`ServerState::recheck_listeners`] every `interval` until the state shuts down, so a
+    /// caller that expires ([`Caller::expiring_at`]) loses its streams within `interval` even
+    /// when nothing else happens. Must be called from the Tokio runtime.
+    pub fn recheck_listeners_every(&self, interval: std::time::Duration) -> tokio::task::JoinHandle<()> {
+        let state = self.clone();
+        tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(interval);
+            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tokio::select! {
+                    _ = ticks.tick() => state.recheck_listeners(),
+                    () = state.shutdown.cancelled() => return,
+                }
+            }
+        })
     }
 
     /// How `caller` stands now: [`Standing::Lapsed`] once its credential expired or was revoked,

@@ -1412,6 +1412,8 @@ mod apps;
 mod evidence;
 #[path = "contract/policy.rs"]
 mod policy;
+#[path = "contract/standing.rs"]
+mod standing;
 #[path = "contract/surface.rs"]
 mod surface;
 /// Two tenants (ADR 0035) on one store: a server whose local caller is in catalog `verde` sees

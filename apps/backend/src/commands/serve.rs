@@ -149,7 +149,9 @@ impl Server {
         let state = running.state().clone();
         let shutdown = state.shutdown_token();
         if let Access::Keys(keyring) | Access::OAuth { keys: Some(keyring), .. } = &access {
-            keyring.watch(RELOAD_INTERVAL, shutdown.clone());
+            // A key revoked, moved or downgraded in the file: what it has open ends at once.
+            let rechecked = state.clone();
+            keyring.watch(RELOAD_INTERVAL, shutdown.clone(), move || rechecked.recheck_listeners());
         }
         if let Access::OAuth { resource_server, .. } = &access {
             resource_server.keep_up(shutdown.clone());

@@ -345,7 +345,9 @@ fn session_end_without_content(is_delete: bool, response: Response) -> Response 
 }
 
 /// The `/mcp` gate, one middleware (ADR 0038), in this order:
-/// 1. the key ([`Gate::authenticate`]: 400, 401, 429);
+/// 1. the key ([`Gate::authenticate`]: 400, 401, 429), then, in stateful mode, the session it
+///    names, which must be one its caller opened ([`session_cap::refuse_unless_owner`]: 404, as
+///    for an unknown session);
 /// 2. the body, read once ([`jsonrpc_body::read_and_check`]: 400 with a JSON-RPC error when it is
 ///    not JSON-RPC, 408, 413);
 /// 3. the key's open sessions, for an `initialize` that opens one (429 over the cap);
@@ -367,6 +369,13 @@ async fn mcp_gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -
             return refusal;
         }
     };
+    // A session belongs to the caller that opened it: to anyone else it does not exist (404).
+    if let Some(refusal) =
+        session_cap::refuse_unless_owner(gate.session_cap.as_deref(), &caller, request.method(), request.headers())
+            .await
+    {
+        return refusal;
+    }
     let (mut parts, body) = request.into_parts();
     let checked = match jsonrpc_body::read_and_check(&parts, body).await {
         Ok(checked) => checked,

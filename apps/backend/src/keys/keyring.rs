@@ -156,12 +156,23 @@ impl Keyring {
         Reload::Replaced { added, removed }
     }
 
-    /// Calls [`Keyring::reload`] on the blocking pool every `interval` until `shutdown`.
-    pub fn watch(&self, interval: Duration, shutdown: CancellationToken) -> Option<tokio::task::JoinHandle<()>> {
+    /// Calls [`Keyring::reload`] on the blocking pool every `interval` until `shutdown`, and
+    /// `replaced` right after each reload that swapped in another set of keys (the server
+    /// rechecks what its callers have open: a revoked key's streams end at once, not at some
+    /// later tick).
+    pub fn watch(
+        &self,
+        interval: Duration,
+        shutdown: CancellationToken,
+        replaced: impl Fn() + Send + Sync + 'static,
+    ) -> Option<tokio::task::JoinHandle<()>> {
         self.file.as_ref()?;
         let keyring = self.clone();
+        let replaced = Arc::new(replaced);
         Some(reloaded_file::every(interval, shutdown, "keys", move || {
-            keyring.reload();
+            if matches!(keyring.reload(), Reload::Replaced { .. }) {
+                replaced();
+            }
         }))
     }
 }
@@ -331,7 +342,7 @@ mod tests {
         let key = create_key(&path, &name("ci"), Scope::Write).expect("created");
         let keyring = keyring_for(&path, None);
         let shutdown = CancellationToken::new();
-        let watcher = keyring.watch(Duration::from_millis(50), shutdown.clone()).expect("a file to watch");
+        let watcher = keyring.watch(Duration::from_millis(50), shutdown.clone(), || {}).expect("a file to watch");
         revoke_key(&path, &name("ci")).expect("revoked");
         let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
         while keyring.authenticate(key.expose().as_bytes()).is_some() {

@@ -83,18 +83,22 @@ impl SubscriptionHub {
             .admit_stream(caller, &resources, list_changed)
             .map_err(|refusal| live_update_refusal(refusal, "subscriptions/listen"))?;
         let sink = context.sink().clone();
+        let stands = || self.stands(caller);
         // End with the request, or when the process shuts down (stdin closed, SIGTERM): rmcp waits
         // for in-flight handlers before it exits, and an open stream would otherwise hold it.
         // A stream whose client stopped reading is ended too (ADR 0022): its final result tells
         // a client that reads again to listen again.
         let end = tokio::select! {
-            end = mailbox::drain(ticket.mailbox(), mailbox::Receiver::Stream(&sink), ticket.send_timeout()) => Some(end),
+            end = mailbox::drain(ticket.mailbox(), mailbox::Receiver::Stream(&sink), ticket.send_timeout(), &stands) => Some(end),
             () = ticket.mailbox().dropped() => Some(DrainEnd::Slow),
             () = context.cancelled() => None,
             () = shutdown.cancelled() => None,
         };
-        if end == Some(DrainEnd::Slow) {
-            ticket.drop_slow();
+        match end {
+            Some(DrainEnd::Slow) => ticket.drop_slow(),
+            // Its caller changed: the sweep ends every such listener, this one included.
+            Some(DrainEnd::Lapsed) => self.recheck(),
+            Some(DrainEnd::Closed) | None => {}
         }
         Ok(())
     }

@@ -28,12 +28,13 @@
 //! `subscriptions` notices plus one list-changed notice per listener, whatever clients asked.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Duration;
 
 use courses_domain::{CatalogName, CatalogObserver, CourseChange, CourseId};
 use rmcp::{Peer, RoleServer};
 
+use crate::access::authority::{self, Authority, Standing, Unchanging};
 use crate::access::caller::Caller;
 use crate::access::policy::ListsChanged;
 use crate::contract::uris;
@@ -84,6 +85,9 @@ pub(crate) struct SubscriptionHub {
     /// How many listen streams are admitted, for whoever waits for them to end.
     open_streams: tokio::sync::watch::Sender<usize>,
     session_closer: OnceLock<SessionCloser>,
+    /// Asked before every batch of notices and by [`Self::recheck`]: a listener whose caller no
+    /// longer stands unchanged hears nothing more and is ended.
+    authority: RwLock<Arc<dyn Authority>>,
 }
 
 impl std::fmt::Debug for SubscriptionHub {
@@ -111,7 +115,8 @@ impl Listeners {
 #[derive(Debug)]
 struct Session {
     peer: Peer<RoleServer>,
-    caller: Arc<str>,
+    /// Who opened the session, as authenticated then: rechecked against the authority.
+    caller: Caller,
     /// The caller's catalog: the session hears only of its changes (ADR 0035).
     catalog: CatalogName,
     /// The HTTP session's `Mcp-Session-Id`, when the session is an HTTP one.
@@ -122,7 +127,8 @@ struct Session {
 
 #[derive(Debug)]
 struct Stream {
-    caller: Arc<str>,
+    /// Who opened the stream, as authenticated then: rechecked against the authority.
+    caller: Caller,
     /// The caller's catalog: the stream hears only of its changes (ADR 0035).
     catalog: CatalogName,
     resources: Vec<Arc<str>>,
@@ -214,7 +220,19 @@ impl SubscriptionHub {
             listeners: Mutex::default(),
             open_streams: tokio::sync::watch::Sender::new(0),
             session_closer: OnceLock::new(),
+            authority: RwLock::new(Arc::new(Unchanging)),
         }
+    }
+
+    /// Judges listeners' callers by `authority` from now on.
+    pub(crate) fn set_authority(&self, authority: Arc<dyn Authority>) {
+        *self.authority.write().unwrap_or_else(std::sync::PoisonError::into_inner) = authority;
+    }
+
+    /// How `caller` stands now (expiry first, then the authority).
+    fn standing(&self, caller: &Caller) -> Standing {
+        let authority = Arc::clone(&self.authority.read().unwrap_or_else(std::sync::PoisonError::into_inner));
+        authority::standing(authority.as_ref(), caller, std::time::SystemTime::now())
     }
 
     pub(crate) fn limits(&self) -> &LiveUpdateLimits {
@@ -249,10 +267,10 @@ impl SubscriptionHub {
     ) -> &'a mut Session {
         listeners.sessions.entry(session).or_insert_with(|| {
             let mailbox = Arc::new(Mailbox::default());
-            spawn_session_drainer(self, session, peer.clone(), Arc::clone(&mailbox));
+            spawn_session_drainer(self, session, peer.clone(), caller.clone(), Arc::clone(&mailbox));
             Session {
                 peer,
-                caller: caller.name().into(),
+                caller: caller.clone(),
                 catalog: caller.catalog().clone(),
                 http_session,
                 resources: HashSet::new(),
@@ -337,7 +355,7 @@ impl SubscriptionHub {
             return Err(Refusal::PerListener(limits.subscriptions_per_listener));
         }
         prune_closed_sessions(&mut listeners);
-        let caller_streams = listeners.streams.values().filter(|stream| &*stream.caller == caller.name()).count();
+        let caller_streams = listeners.streams.values().filter(|stream| stream.caller.name() == caller.name()).count();
         if caller_streams >= limits.streams_per_caller {
             return Err(Refusal::StreamsPerCaller(limits.streams_per_caller));
         }
@@ -357,7 +375,7 @@ impl SubscriptionHub {
         listeners.streams.insert(
             id,
             Stream {
-                caller: caller.name().into(),
+                caller: caller.clone(),
                 catalog: caller.catalog().clone(),
                 resources: distinct.into_iter().map(Arc::from).collect(),
                 list_changed,
@@ -418,7 +436,10 @@ impl SubscriptionHub {
             if let Some(stream) = listeners.streams.remove(&key) {
                 listeners.slow_dropped += 1;
                 stream.mailbox.dropped.cancel();
-                tracing::warn!(caller = %stream.caller, "a subscriptions/listen stream was closed: its client fell behind");
+                tracing::warn!(
+                    caller = stream.caller.name(),
+                    "a subscriptions/listen stream was closed: its client fell behind"
+                );
             }
         }
         self.open_streams.send_replace(listeners.live_streams());
@@ -451,6 +472,72 @@ impl SubscriptionHub {
         }
     }
 
+    /// Ends every listener whose caller no longer stands unchanged (revoked, expired, moved to
+    /// another catalog, another scope): a listen stream ends (its handler returns), a 2025-era
+    /// session is dropped and, over HTTP, closed through the [`SessionCloser`], which ends its GET
+    /// stream whatever its idle time. Each end is logged with the caller's name and the reason.
+    /// Never awaits a client.
+    pub(crate) fn recheck(&self) {
+        // The standings are asked without the hub's lock (an authority may take its own locks
+        // and look through many keys): fan-out is never held up by a recheck.
+        let callers: Vec<(Listener, Caller)> = {
+            let mut listeners = self.lock();
+            prune_closed_sessions(&mut listeners);
+            let sessions = listeners.sessions.iter().map(|(key, session)| (Listener::Session(*key), &session.caller));
+            let streams = listeners.streams.iter().map(|(key, stream)| (Listener::Stream(*key), &stream.caller));
+            sessions.chain(streams).map(|(listener, caller)| (listener, caller.clone())).collect()
+        };
+        let lapsed: Vec<(Listener, Standing)> = callers
+            .into_iter()
+            .filter_map(|(listener, caller)| {
+                let standing = self.standing(&caller);
+                (standing != Standing::Unchanged).then_some((listener, standing))
+            })
+            .collect();
+        if lapsed.is_empty() {
+            return;
+        }
+        let mut listeners = self.lock();
+        let mut ended = Vec::new();
+        for (listener, standing) in lapsed {
+            match listener {
+                Listener::Stream(key) => {
+                    if let Some(stream) = listeners.streams.remove(&key) {
+                        stream.mailbox.dropped.cancel();
+                        let reason = reason(&standing, &stream.caller);
+                        tracing::info!(
+                            caller = stream.caller.name(),
+                            reason,
+                            "a subscriptions/listen stream was ended: its caller no longer stands as it was"
+                        );
+                    }
+                }
+                Listener::Session(key) => {
+                    ended.extend(listeners.sessions.remove(&key).map(|session| (session, standing)));
+                }
+            }
+        }
+        self.open_streams.send_replace(listeners.live_streams());
+        drop(listeners);
+        for (session, standing) in ended {
+            session.mailbox.dropped.cancel();
+            let reason = reason(&standing, &session.caller);
+            tracing::info!(
+                caller = session.caller.name(),
+                reason,
+                "a session was closed: its caller no longer stands as it was"
+            );
+            if let (Some(id), Some(closer)) = (&session.http_session, self.session_closer.get()) {
+                closer(id);
+            }
+        }
+    }
+
+    /// Whether `caller`'s listener may still be told anything (asked before each batch).
+    pub(crate) fn stands(&self, caller: &Caller) -> bool {
+        self.standing(caller) == Standing::Unchanged
+    }
+
     fn drop_slow_session(&self, key: u64, mailbox: &Arc<Mailbox>) {
         let mut listeners = self.lock();
         let is_this_one = listeners.sessions.get(&key).is_some_and(|session| Arc::ptr_eq(&session.mailbox, mailbox));
@@ -474,7 +561,10 @@ impl SubscriptionHub {
     /// Stops telling a session that stopped reading, and closes it when it is an HTTP session.
     fn end_slow_session(&self, session: &Session) {
         session.mailbox.dropped.cancel();
-        tracing::warn!(caller = %session.caller, "a session stopped reading its stream: no more live updates to it");
+        tracing::warn!(
+            caller = session.caller.name(),
+            "a session stopped reading its stream: no more live updates to it"
+        );
         if let (Some(id), Some(closer)) = (&session.http_session, self.session_closer.get()) {
             closer(id);
         }
@@ -489,7 +579,7 @@ fn subscription_totals(listeners: &Listeners, caller: &str) -> (usize, usize) {
     let streams = listeners.streams.values().map(|stream| (&stream.caller, stream.resources.len()));
     for (owner, held) in sessions.chain(streams) {
         total += held;
-        if &**owner == caller {
+        if owner.name() == caller {
             of_caller += held;
         }
     }
@@ -506,7 +596,13 @@ fn prune_closed_sessions(listeners: &mut Listeners) {
     });
 }
 
-fn spawn_session_drainer(hub: &Arc<SubscriptionHub>, key: u64, peer: Peer<RoleServer>, mailbox: Arc<Mailbox>) {
+fn spawn_session_drainer(
+    hub: &Arc<SubscriptionHub>,
+    key: u64,
+    peer: Peer<RoleServer>,
+    caller: Caller,
+    mailbox: Arc<Mailbox>,
+) {
     let Ok(runtime) = tokio::runtime::Handle::try_current() else {
         tracing::warn!("a session opened outside a Tokio runtime gets no live updates");
         return;
@@ -514,15 +610,34 @@ fn spawn_session_drainer(hub: &Arc<SubscriptionHub>, key: u64, peer: Peer<RoleSe
     let hub = Arc::clone(hub);
     let send_timeout = hub.limits.send_timeout;
     runtime.spawn(async move {
+        let stands = || hub.stands(&caller);
         let end = tokio::select! {
-            end = drain(&mailbox, Receiver::Session(&peer), send_timeout) => end,
+            end = drain(&mailbox, Receiver::Session(&peer), send_timeout, &stands) => end,
             () = mailbox.dropped() => return,
         };
         match end {
             DrainEnd::Slow => hub.drop_slow_session(key, &mailbox),
             DrainEnd::Closed => hub.remove_session(key, &mailbox),
+            DrainEnd::Lapsed => hub.recheck(),
         }
     });
+}
+
+/// One listener of the hub, by its key.
+#[derive(Debug, Clone, Copy)]
+enum Listener {
+    Session(u64),
+    Stream(u64),
+}
+
+/// Why a listener's caller no longer stands, for the operator's log (names only).
+fn reason(standing: &Standing, caller: &Caller) -> &'static str {
+    match standing {
+        Standing::Unchanged => "unchanged",
+        Standing::Lapsed(lapsed) => lapsed.as_str(),
+        Standing::Changed(now) if now.catalog() != caller.catalog() => "moved to another catalog",
+        Standing::Changed(_) => "scope changed",
+    }
 }
 
 /// The hub as the catalog's observer: each change only fills mailboxes, so no listener delays
@@ -561,6 +676,45 @@ mod tests {
         hub.announce(&verde, id, false);
         assert!(of_azul.mailbox().take().is_none(), "nor azul of verde's");
         assert!(of_verde.mailbox().take().is_some());
+    }
+
+    /// A token-like caller ([`Caller::expiring_at`]): its listen stream stands until its expiry,
+    /// and the first recheck after it ends the stream; a caller without expiry is left alone.
+    #[tokio::test]
+    async fn a_listen_stream_of_an_expiring_caller_ends_at_its_expiry() {
+        let hub = Arc::new(SubscriptionHub::new(LiveUpdateLimits::default()));
+        let expiry = std::time::SystemTime::now() + Duration::from_millis(300);
+        let token = Caller::new("ana@http://idp", crate::access::caller::Scope::Read).expiring_at(expiry);
+        let key = Caller::new("chave", crate::access::caller::Scope::Read);
+        let watched = [uris::CATALOG.to_owned()];
+        hub.stream_accepted();
+        let of_token = hub.admit_stream(&token, &watched, true).expect("admitted");
+        hub.stream_accepted();
+        let of_key = hub.admit_stream(&key, &watched, true).expect("admitted");
+        hub.recheck();
+        assert!(!of_token.mailbox().dropped.is_cancelled(), "stands before its expiry");
+        assert!(hub.stands(&token));
+
+        let bound = Duration::from_secs(1);
+        let started = tokio::time::Instant::now();
+        let ended = async {
+            loop {
+                hub.recheck();
+                if of_token.mailbox().dropped.is_cancelled() {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        };
+        tokio::time::timeout(Duration::from_millis(300) + bound, ended).await.expect("ended within the bound");
+        assert!(std::time::SystemTime::now() >= expiry, "not before its expiry");
+        assert!(started.elapsed() >= Duration::from_millis(250), "the stream stood until then");
+        assert!(!hub.stands(&token), "an expired caller is told nothing more");
+        assert_eq!(hub.counts().listen_streams, 1, "only the key's stream is left");
+        assert!(!of_key.mailbox().dropped.is_cancelled());
+        hub.announce(&CatalogName::default_catalog(), CourseId::generate(), true);
+        assert!(of_token.mailbox().take().is_none(), "nothing is posted to an ended stream");
+        assert!(of_key.mailbox().take().is_some());
     }
 
     #[test]

@@ -121,6 +121,9 @@ pub(crate) enum DrainEnd {
     Slow,
     /// The connection or stream is gone.
     Closed,
+    /// The listener's caller no longer stands as it was (revoked, expired, moved, downgraded):
+    /// the batch taken was not sent.
+    Lapsed,
 }
 
 impl Receiver<'_> {
@@ -159,9 +162,17 @@ enum Notice<'a> {
     PromptsChanged,
 }
 
-/// Sends whatever `mailbox` receives to `receiver` until the receiver is gone or too slow.
+/// Sends whatever `mailbox` receives to `receiver` until the receiver is gone or too slow, or
+/// `stands` (asked before each batch: the listener's caller as its credential stands now) says
+/// no: then nothing of the batch is sent, so no notice reaches a caller after its credential
+/// changed, whenever the sweep that ends the listener runs.
 /// Cancel-safe: dropping it loses at most the notices of the batch in flight.
-pub(crate) async fn drain(mailbox: &Mailbox, receiver: Receiver<'_>, send_timeout: Duration) -> DrainEnd {
+pub(crate) async fn drain(
+    mailbox: &Mailbox,
+    receiver: Receiver<'_>,
+    send_timeout: Duration,
+    stands: &(dyn Fn() -> bool + Sync),
+) -> DrainEnd {
     loop {
         let batch = loop {
             if let Some(batch) = mailbox.take() {
@@ -169,6 +180,9 @@ pub(crate) async fn drain(mailbox: &Mailbox, receiver: Receiver<'_>, send_timeou
             }
             mailbox.wake.notified().await;
         };
+        if !stands() {
+            return DrainEnd::Lapsed;
+        }
         let notices = batch
             .uris
             .iter()
