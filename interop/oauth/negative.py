@@ -368,11 +368,12 @@ def main_pair(run: Run, a) -> None:
         print(f"       carol's refusal: {carol_refused.get('error_description')!r}")
 
     def query_string():
-        for q in ("access_token", "token"):
+        for q in ("access_token",):  # RFC 6750 §2.3, which this server does not accept
             r = mcp(f"{url}?{q}={urllib.parse.quote(rw)}", None, INIT)
             assert r.status == 400, f"?{q}= → {r.status}: {r.text()[:200]}"
             r = mcp(f"{url}?{q}={urllib.parse.quote(rw)}", rw, INIT)
             assert r.status == 400, f"header + ?{q}= → {r.status}"
+            assert challenge(r).get("error") == "invalid_request", r.header("WWW-Authenticate")
 
     run.step("a token in the query string (alone, or beside the header) → 400", query_string)
 
