@@ -47,7 +47,8 @@ pub mod policy {
     pub use crate::policy_file::{PolicyFile, PolicyFileError, PolicyReload};
 }
 
-pub use access::caller::{Caller, Scope, UnknownScope};
+pub use access::authority::{Authority, Lapsed, Standing};
+pub use access::caller::{Caller, Principal, Scope, UnknownScope};
 pub use access::confirmation::ConfirmationSecretTooShort;
 pub use access::policy::{Policy, PolicyError};
 pub use live::hub::{HubCounts, LiveUpdateLimits, SessionCloser};

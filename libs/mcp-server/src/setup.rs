@@ -42,6 +42,9 @@ pub struct Setup {
     pub live_update_limits: LiveUpdateLimits,
     /// Follow the changes other processes commit to the same database (default true).
     pub follow_other_processes: bool,
+    /// What a caller may do now, asked at the moment of an effect (the backend's keyring).
+    /// `None` (default): every caller stands unchanged until its expiry.
+    pub authority: Option<std::sync::Arc<dyn crate::Authority>>,
 }
 
 impl Setup {
@@ -56,6 +59,7 @@ impl Setup {
             reload_interval: crate::reloaded_file::RELOAD_INTERVAL,
             live_update_limits: LiveUpdateLimits::default(),
             follow_other_processes: true,
+            authority: None,
         }
     }
 }
@@ -119,6 +123,10 @@ impl Running {
 pub fn start(catalog: Catalog, setup: Setup) -> Result<Running, SetupError> {
     let state = ServerState::with_live_update_limits(catalog, setup.options, setup.live_update_limits)
         .with_local_catalog(setup.local_catalog);
+    let state = match setup.authority {
+        Some(authority) => state.with_authority(authority),
+        None => state,
+    };
     let state = match &setup.confirmation_secret {
         Some(secret) => state.with_confirmation_secret(secret).map_err(SetupError::ConfirmationSecret)?,
         None => state,

@@ -5,6 +5,7 @@ use std::sync::{Arc, RwLock};
 use courses_domain::{Catalog, CatalogName};
 use tokio_util::sync::CancellationToken;
 
+use crate::access::authority::{self, Authority, Standing, Unchanging};
 use crate::access::caller::Caller;
 use crate::access::confirmation::{ConfirmationSeal, ConfirmationSecretTooShort};
 use crate::access::policy::{ListsChanged, Policy};
@@ -30,6 +31,8 @@ pub struct ServerState {
     policy: Arc<RwLock<Arc<Policy>>>,
     /// The JSON text of the courses read lately, reused while the course read is the same value.
     pub(crate) course_texts: Arc<CourseTexts>,
+    /// What a caller may do now, asked at the moment of an effect ([`ServerState::standing`]).
+    authority: Arc<dyn Authority>,
 }
 
 impl ServerState {
@@ -53,7 +56,24 @@ impl ServerState {
             confirmations: ConfirmationSeal::random(),
             policy: Arc::default(),
             course_texts: Arc::default(),
+            authority: Arc::new(Unchanging),
         }
+    }
+
+    /// Asks `authority` what a caller may do now, wherever an effect happens after the request
+    /// that asked for it was authenticated (a confirmed archiving, a notice on an open stream).
+    /// Default: every caller stands unchanged until its expiry.
+    #[must_use]
+    pub fn with_authority(mut self, authority: Arc<dyn Authority>) -> Self {
+        self.authority = authority;
+        self
+    }
+
+    /// How `caller` stands now: [`Standing::Lapsed`] once its credential expired or was revoked,
+    /// [`Standing::Changed`] when its scope or catalog is no longer what it was.
+    #[must_use]
+    pub fn standing(&self, caller: &Caller) -> Standing {
+        authority::standing(self.authority.as_ref(), caller, std::time::SystemTime::now())
     }
 
     /// Starts with `policy` in force instead of the default (everything enabled).

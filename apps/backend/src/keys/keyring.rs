@@ -15,7 +15,7 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use mcp_server::reloaded_file::{self, ReloadedFile, Reread};
-use mcp_server::{Caller, Scope};
+use mcp_server::{Authority, Caller, Lapsed, Principal, Scope};
 use tokio_util::sync::CancellationToken;
 
 use super::api_key::ApiKey;
@@ -68,9 +68,10 @@ impl Keyring {
     /// [`KeysFileError`] when the file cannot be read or a line is malformed: at start, a bad
     /// file is an error (on reload, it only keeps the previous set).
     pub fn load(api_key: Option<&ApiKey>, keys_file: Option<&Path>) -> Result<Self, KeysFileError> {
-        let fixed = api_key.map(|key| Accepted {
-            hash: KeyHash::of(key.expose().as_bytes()),
-            caller: Caller::new(KeyName::API_KEY, Scope::Write),
+        let fixed = api_key.map(|key| {
+            let hash = KeyHash::of(key.expose().as_bytes());
+            let caller = Caller::new(KeyName::API_KEY, Scope::Write).with_principal(principal_of(&hash));
+            Accepted { hash, caller }
         });
         let (set, file) = match keys_file {
             Some(path) => {
@@ -165,14 +166,44 @@ impl Keyring {
     }
 }
 
+/// The principal of a key: its hash (what the keys file stores, never the key), so a key
+/// re-issued under the same name is another principal, and a line edited to another scope or
+/// catalog is the same one, changed.
+fn principal_of(hash: &KeyHash) -> Principal {
+    Principal::new(format!("{KEY_PRINCIPAL}{}", hash.to_file_text()))
+}
+
+/// How the principals of keys begin; other principals (tokens, `NO_AUTH`) are not the keyring's.
+const KEY_PRINCIPAL: &str = "key:";
+
 fn accepted(keys: &KeysFile) -> Vec<Accepted> {
     keys.entries()
         .iter()
         .map(|entry| Accepted {
             hash: entry.hash.clone(),
-            caller: Caller::new(entry.name.as_str(), entry.scope).in_catalog(entry.catalog.clone()),
+            caller: Caller::new(entry.name.as_str(), entry.scope)
+                .in_catalog(entry.catalog.clone())
+                .with_principal(principal_of(&entry.hash)),
         })
         .collect()
+}
+
+/// A key's caller as the keys in force now say: the same key (by its principal) with the scope
+/// and catalog its line has now, or [`Lapsed::Revoked`] once no accepted key has that
+/// principal. Callers that are not keys (tokens, `NO_AUTH`) stand as they are here.
+impl Authority for Keyring {
+    fn current(&self, caller: &Caller) -> Result<Caller, Lapsed> {
+        if !caller.principal().as_str().starts_with(KEY_PRINCIPAL) {
+            return Ok(caller.clone());
+        }
+        let from_file = Arc::clone(&self.from_file.read().unwrap_or_else(std::sync::PoisonError::into_inner));
+        self.fixed
+            .iter()
+            .chain(from_file.iter())
+            .find(|accepted| accepted.caller.principal() == caller.principal())
+            .map(|accepted| accepted.caller.clone())
+            .ok_or(Lapsed::Revoked)
+    }
 }
 
 #[cfg(test)]
@@ -184,6 +215,15 @@ mod tests {
         KeyName::parse(text).expect("name")
     }
 
+    /// Who a key authenticates as: name and scope (its principal is its hash, compared apart).
+    fn who(caller: Option<Caller>) -> Option<(String, Scope)> {
+        caller.map(|caller| (caller.name().to_owned(), caller.scope()))
+    }
+
+    fn as_named(name: &str, scope: Scope) -> Option<(String, Scope)> {
+        Some((name.to_owned(), scope))
+    }
+
     fn keyring_for(path: &std::path::Path, api_key: Option<&ApiKey>) -> Keyring {
         Keyring::load(api_key, Some(path)).expect("valid file")
     }
@@ -192,7 +232,7 @@ mod tests {
     fn api_key_alone_is_one_full_scope_caller_named_api_key() {
         let api_key = ApiKey::parse("segredo-de-teste").expect("valid");
         let keyring = Keyring::load(Some(&api_key), None).expect("no file to read");
-        assert_eq!(keyring.authenticate(b"segredo-de-teste"), Some(Caller::new("api-key", Scope::Write)));
+        assert_eq!(who(keyring.authenticate(b"segredo-de-teste")), as_named("api-key", Scope::Write));
         assert_eq!(keyring.authenticate(b"segredo-de-testE"), None);
         assert_eq!(keyring.authenticate(b""), None);
         assert_eq!(keyring.len(), 1);
@@ -207,9 +247,9 @@ mod tests {
         let writer = create_key(&path, &name("ci"), Scope::Write).expect("created");
         let api_key = ApiKey::parse("segredo-de-teste").expect("valid");
         let keyring = keyring_for(&path, Some(&api_key));
-        assert_eq!(keyring.authenticate(reader.expose().as_bytes()), Some(Caller::new("leitor", Scope::Read)));
-        assert_eq!(keyring.authenticate(writer.expose().as_bytes()), Some(Caller::new("ci", Scope::Write)));
-        assert_eq!(keyring.authenticate(b"segredo-de-teste"), Some(Caller::new("api-key", Scope::Write)));
+        assert_eq!(who(keyring.authenticate(reader.expose().as_bytes())), as_named("leitor", Scope::Read));
+        assert_eq!(who(keyring.authenticate(writer.expose().as_bytes())), as_named("ci", Scope::Write));
+        assert_eq!(who(keyring.authenticate(b"segredo-de-teste")), as_named("api-key", Scope::Write));
         assert_eq!(keyring.authenticate(b"mcp_errada"), None);
         assert_eq!(keyring.len(), 3);
     }
@@ -225,7 +265,7 @@ mod tests {
         let added = create_key(&path, &name("novo"), Scope::Read).expect("created");
         assert_eq!(keyring.authenticate(added.expose().as_bytes()), None, "not before the reload");
         assert_eq!(keyring.reload(), Reload::Replaced { added: vec!["novo".to_owned()], removed: Vec::new() });
-        assert_eq!(keyring.authenticate(added.expose().as_bytes()), Some(Caller::new("novo", Scope::Read)));
+        assert_eq!(who(keyring.authenticate(added.expose().as_bytes())), as_named("novo", Scope::Read));
 
         revoke_key(&path, &name("novo")).expect("revoked");
         assert_eq!(keyring.reload(), Reload::Replaced { added: Vec::new(), removed: vec!["novo".to_owned()] });
@@ -255,6 +295,33 @@ mod tests {
         assert!(matches!(keyring.reload(), Reload::Replaced { .. }));
         assert!(keyring.authenticate(key.expose().as_bytes()).is_none(), "a file with only comments revokes all");
         assert!(keyring.is_empty());
+    }
+
+    #[test]
+    fn the_authority_follows_each_key_by_its_hash_not_its_name() {
+        let folder = tempfile::tempdir().expect("temp dir");
+        let path = folder.path().join("keys");
+        let key = create_key(&path, &name("ci"), Scope::Write).expect("created");
+        let keyring = keyring_for(&path, None);
+        let caller = keyring.authenticate(key.expose().as_bytes()).expect("accepted");
+        assert_eq!(keyring.current(&caller), Ok(caller.clone()), "unchanged while the line is");
+
+        // The same line with another scope: the same key, changed.
+        let text = std::fs::read_to_string(&path).expect("file");
+        std::fs::write(&path, text.replace(" escrita ", " leitura ")).expect("write");
+        assert!(matches!(keyring.reload(), Reload::Replaced { .. }));
+        let now = keyring.current(&caller).expect("still a key");
+        assert_eq!((now.name(), now.scope()), ("ci", Scope::Read));
+
+        // Revoked, then re-issued under the same name: another key, so the old one has lapsed.
+        revoke_key(&path, &name("ci")).expect("revoked");
+        create_key(&path, &name("ci"), Scope::Write).expect("re-issued");
+        assert!(matches!(keyring.reload(), Reload::Replaced { .. }));
+        assert_eq!(keyring.current(&caller), Err(Lapsed::Revoked));
+
+        // Callers that are not keys are not the keyring's to judge.
+        let token = Caller::new("ana@http://idp", Scope::Write).with_principal(Principal::new("oauth:http://idp#ana"));
+        assert_eq!(keyring.current(&token), Ok(token.clone()));
     }
 
     #[tokio::test]

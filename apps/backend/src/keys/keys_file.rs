@@ -71,7 +71,7 @@ impl KeyHash {
     }
 
     /// The text stored in the file.
-    fn to_file_text(&self) -> String {
+    pub(crate) fn to_file_text(&self) -> String {
         let mut text = String::with_capacity(Self::PREFIX.len() + 64);
         text.push_str(Self::PREFIX);
         for byte in self.0 {

@@ -6,6 +6,7 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use courses_domain::CatalogName;
 
@@ -67,13 +68,44 @@ impl std::str::FromStr for Scope {
 #[error("escopo desconhecido: use leitura ou escrita")]
 pub struct UnknownScope;
 
+/// Who holds the credential behind a [`Caller`]: what a session, a question and a listen stream
+/// belong to, and what the [`Authority`](crate::Authority) looks a caller up by. Two callers with
+/// the same name are not the same principal when their credentials differ (a key re-issued under
+/// the same name, a token of another issuer). Opaque: its text is never logged (`Debug` is
+/// redacted), as it may be derived from a credential.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Principal(Arc<str>);
+
+impl Principal {
+    /// The principal identified by `id` (for example `oauth:{iss}#{sub}`, or a key's hash).
+    #[must_use]
+    pub fn new(id: impl Into<Arc<str>>) -> Self {
+        Self(id.into())
+    }
+
+    /// The principal's identifying text, to compare or to look up; never to log.
+    #[must_use]
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Principal {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str("Principal(<redacted>)")
+    }
+}
+
 /// An authenticated caller: the name recorded in a course's history, the scope checked on
-/// every call, and the one catalog everything it does is in (ADR 0035). Cheap to clone.
+/// every call, the one catalog everything it does is in (ADR 0035), who holds the credential
+/// ([`Principal`]) and, for a token, when it stops being valid. Cheap to clone.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Caller {
     name: Arc<str>,
     scope: Scope,
     catalog: CatalogName,
+    principal: Principal,
+    expires_at: Option<SystemTime>,
 }
 
 impl Caller {
@@ -81,16 +113,33 @@ impl Caller {
     pub const STDIO_NAME: &'static str = "stdio";
 
     /// A caller named `name` (a key's name) with `scope`, in the default catalog
-    /// ([`CatalogName::default_catalog`]); [`Caller::in_catalog`] puts it in another.
+    /// ([`CatalogName::default_catalog`]), whose principal is its name (`name:{name}`), with no
+    /// expiry; [`Caller::in_catalog`], [`Caller::with_principal`] and [`Caller::expiring_at`]
+    /// change those.
     #[must_use]
     pub fn new(name: impl Into<Arc<str>>, scope: Scope) -> Self {
-        Self { name: name.into(), scope, catalog: CatalogName::default_catalog() }
+        let name: Arc<str> = name.into();
+        let principal = Principal::new(format!("name:{name}"));
+        Self { name, scope, catalog: CatalogName::default_catalog(), principal, expires_at: None }
     }
 
     /// The same caller, in `catalog`.
     #[must_use]
     pub fn in_catalog(self, catalog: CatalogName) -> Self {
         Self { catalog, ..self }
+    }
+
+    /// The same caller, held by `principal`.
+    #[must_use]
+    pub fn with_principal(self, principal: Principal) -> Self {
+        Self { principal, ..self }
+    }
+
+    /// The same caller, valid until `instant` (a token's `exp`): past it, the caller has
+    /// [`Lapsed::Expired`](crate::Lapsed::Expired) wherever its standing is checked.
+    #[must_use]
+    pub fn expiring_at(self, instant: SystemTime) -> Self {
+        Self { expires_at: Some(instant), ..self }
     }
 
     /// The stdio app's user: whoever started the process owns the database file, so full scope,
@@ -116,6 +165,24 @@ impl Caller {
     #[must_use]
     pub fn catalog(&self) -> &CatalogName {
         &self.catalog
+    }
+
+    /// Who holds this caller's credential.
+    #[must_use]
+    pub const fn principal(&self) -> &Principal {
+        &self.principal
+    }
+
+    /// When this caller's credential stops being valid, if it does (tokens).
+    #[must_use]
+    pub const fn expires_at(&self) -> Option<SystemTime> {
+        self.expires_at
+    }
+
+    /// Whether the credential has expired at `now`.
+    #[must_use]
+    pub fn has_expired_at(&self, now: SystemTime) -> bool {
+        self.expires_at.is_some_and(|expiry| expiry <= now)
     }
 }
 

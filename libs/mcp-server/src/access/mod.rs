@@ -4,6 +4,7 @@
 //! records. Below the live updates and the handler: nothing here imports them.
 
 pub(crate) mod archive;
+pub(crate) mod authority;
 pub(crate) mod caller;
 pub(crate) mod confirmation;
 pub(crate) mod evidence;
