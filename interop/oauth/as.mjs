@@ -20,8 +20,9 @@
 // `mcp-machine` (acme, mcp:read mcp:write), `mcp-machine-ro` (acme, mcp:read), `mcp-machine-beta` (beta, both),
 // `mcp-machine-none` (no tenant, both), all with secret `machine-secret`; `mcp-rs` / `rs-secret` for introspection.
 // Debug routes (tests only): GET /debug/jwks-count → {"count": N} (GET /jwks served so far);
-// GET /debug/mint?kid=&sub=&tenant=&scope=&aud=&exp_in= → a JWT with this issuer's claims signed with a
-// spare RSA key that is NOT in /jwks (an unknown or rotated key, whatever kid it claims).
+// GET /debug/mint?kid=&sub=&tenant=&scope=&aud=&exp_in=&nbf_in= → a JWT with this issuer's claims signed with a
+// spare RSA key that is NOT in /jwks (an unknown or rotated key, whatever kid it claims); with &key=published,
+// signed with the published key under its kid instead (claims the provider would never issue, e.g. a future nbf).
 import { generateKeyPairSync, randomBytes, randomUUID, sign } from 'node:crypto';
 import { createServer } from 'node:http';
 import { parseArgs } from 'node:util';
@@ -137,10 +138,14 @@ provider.use(async (ctx, next) => {
       jti: randomUUID(),
       iat: now,
       exp: now + Number(q.exp_in || TTL),
+      ...(q.nbf_in ? { nbf: now + Number(q.nbf_in) } : {}),
       ...(q.tenant ? { tenant: q.tenant } : {}),
     };
-    const input = `${b64url({ alg: 'RS256', typ: 'at+jwt', kid: q.kid || 'spare' })}.${b64url(claims)}`;
-    ctx.body = { token: `${input}.${sign('sha256', Buffer.from(input), spare.privateKey).toString('base64url')}` };
+    const published = q.key === 'published';
+    const header = { alg: 'RS256', typ: 'at+jwt', kid: published ? kid : q.kid || 'spare' };
+    const input = `${b64url(header)}.${b64url(claims)}`;
+    const key = published ? signing.privateKey : spare.privateKey;
+    ctx.body = { token: `${input}.${sign('sha256', Buffer.from(input), key).toString('base64url')}` };
     return;
   }
   await next();

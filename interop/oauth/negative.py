@@ -29,6 +29,7 @@ Last line: `oauth-negative: N passed, M failed`; exit status 1 when anything fai
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import os
 import signal
@@ -140,6 +141,17 @@ def mcp(url: str, token: str | None, message: dict, session: str | None = None, 
     headers.update(extra or {})
     body = json.dumps(message) if method == "POST" else None
     return request(method, url, headers, body)
+
+
+def status_only(method: str, url: str, headers: dict) -> int:
+    """The status of a request whose answer may be an endless stream (its body is not read)."""
+    u = urllib.parse.urlsplit(url)
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
+    try:
+        conn.request(method, u.path, headers=headers)
+        return conn.getresponse().status
+    finally:
+        conn.close()
 
 
 def rpc_result(r: common.Response) -> dict:
@@ -254,6 +266,23 @@ def main_pair(run: Run, a) -> None:
     run.step("a client_credentials token (acme, read+write) writes; the history names mcp-machine@issuer",
              good_token_works)
 
+    def unknown_kid_loop():
+        before = request("GET", iss + "/debug/jwks-count").json()["count"]
+        for i in range(25):
+            t = run.secret(request("GET", iss + f"/debug/mint?tenant=acme&kid=loop-{i}-{uuid.uuid4().hex[:4]}")
+                           .json()["token"])
+            r = mcp(url, t, INIT)
+            assert r.status == 401 and challenge(r).get("error") == "invalid_token", (i, r.status)
+        after = request("GET", iss + "/debug/jwks-count").json()["count"]
+        print(f"       JWKS fetches: {before} at start, {after - before} during 25 unknown kids "
+              f"(bound {JWKS_PER_MINUTE}/min)")
+        assert 1 <= after - before and after <= JWKS_PER_MINUTE, f"{before} + {after - before} JWKS fetches"
+        rpc_result(mcp(url, rw, INIT))  # the cached key still works
+
+    run.step(f"unknown kid × 25 (first thing after start) → 401 each, JWKS refetched, ≤ {JWKS_PER_MINUTE} "
+             "fetches in the minute in all, the good token still accepted",
+             unknown_kid_loop)
+
     titles_before = run.step("acme's catalog read", catalog_titles, url, rw) or []
 
     def refused_nothing_written(label: str, token: str, error: str | None = "invalid_token", status: int = 401,
@@ -297,20 +326,19 @@ def main_pair(run: Run, a) -> None:
         refused_nothing_written(f"HS256 signed with {label} (public key as an HMAC secret) → 401",
                                 run.secret(f"{signing_input}.{mac}"))
 
-    def unknown_kid_loop():
-        before = request("GET", iss + "/debug/jwks-count").json()["count"]
-        for i in range(25):
-            t = run.secret(request("GET", iss + f"/debug/mint?tenant=acme&kid=loop-{i}-{uuid.uuid4().hex[:4]}")
-                           .json()["token"])
-            r = mcp(url, t, INIT)
-            assert r.status == 401 and challenge(r).get("error") == "invalid_token", (i, r.status)
-        after = request("GET", iss + "/debug/jwks-count").json()["count"]
-        print(f"       JWKS fetches during 25 unknown kids: {after - before} (bound {JWKS_PER_MINUTE}/min)")
-        assert after - before <= JWKS_PER_MINUTE, f"{after - before} JWKS fetches"
-        rpc_result(mcp(url, rw, INIT))  # the cached key still works
+    def minted_with_published_key():
+        mint = iss + "/debug/mint?key=published&tenant=acme&sub=mallory"
+        ok = run.secret(request("GET", mint).json()["token"])
+        rpc_result(mcp(url, ok, INIT))  # the control: this signer and these claims are accepted
+        early = run.secret(request("GET", mint + "&nbf_in=300").json()["token"])
+        c = expect_refused(url, early, prm)
+        print(f"       nbf in 5 min: {c.get('error_description')!r}")
+        past = run.secret(request("GET", mint + "&exp_in=-120").json()["token"])
+        c = expect_refused(url, past, prm)
+        print(f"       exp 2 min ago: {c.get('error_description')!r}")
 
-    run.step(f"unknown kid × 25 → 401 each, JWKS fetched ≤ {JWKS_PER_MINUTE} times, good token still accepted",
-             unknown_kid_loop)
+    run.step("not yet valid (nbf in 5 min) and long expired (exp 2 min ago), signed with the AS's key → 401",
+             minted_with_published_key)
 
     no_scope = run.secret(machine_token(iss, "mcp-machine", "openid"))
     assert "scope" not in claims(no_scope), claims(no_scope)
@@ -395,9 +423,8 @@ def main_pair(run: Run, a) -> None:
         got = {}
         r = mcp(url, bob, {"jsonrpc": "2.0", "id": 5, "method": "tools/list"}, session)
         got["POST"] = r.status
-        r = request("GET", url, {"Accept": "text/event-stream", "Authorization": f"Bearer {bob}",
-                                 "Mcp-Session-Id": session, "MCP-Protocol-Version": PROTOCOL}, timeout=5)
-        got["GET"] = r.status
+        got["GET"] = status_only("GET", url, {"Accept": "text/event-stream", "Authorization": f"Bearer {bob}",
+                                              "Mcp-Session-Id": session, "MCP-Protocol-Version": PROTOCOL})
         r = request("DELETE", url, {"Authorization": f"Bearer {bob}", "Mcp-Session-Id": session,
                                     "MCP-Protocol-Version": PROTOCOL})
         got["DELETE"] = r.status
@@ -551,6 +578,18 @@ def outage_pair(run: Run, a) -> None:
         assert r.json().get("oauth") == "unreachable", r.text()
 
     run.step("/ready reports the authorization server unreachable", ready_reports)
+
+    def back_with_a_new_key():
+        # The same issuer (same port) with a new signing key, as after a restart with key rotation.
+        back = run.start_as(a.node, resource, "--port", str(auth["port"]))
+        assert back["issuer"] == iss and back["kid"] != auth["kid"], (back["issuer"], back["kid"])
+        fresh = run.secret(machine_token(iss, "mcp-machine", "mcp:read mcp:write"))
+        rpc_result(mcp(url, fresh, INIT))
+        r = request("GET", b["base"] + "/ready")
+        assert r.json().get("oauth") == "ok", r.text()
+
+    run.step("AS back on the same issuer with a new key: its token is accepted (refetch), /ready says ok",
+             back_with_a_new_key)
 
 
 def no_secrets_logged(run: Run) -> None:
