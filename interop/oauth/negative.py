@@ -257,6 +257,41 @@ def main_pair(run: Run, a) -> None:
 
     run.step("no token → 401 Bearer resource_metadata + scope, no error", no_token)
 
+    def keep_alive_after_refusal():
+        # A client that writes the headers and the body apart (httpx does) gets the 401 before its body is
+        # read; it then reuses the connection for the PRM GET (the Python SDK does). The server must either
+        # say `Connection: close` on that 401 or keep the connection usable.
+        body = json.dumps(INIT).encode()
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+            s.sendall(f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
+                      f"Accept: {ACCEPT}\r\nContent-Length: {len(body)}\r\n\r\n".encode())
+            head = b""
+            while b"\r\n\r\n" not in head:  # the 401 comes before the body is sent
+                chunk = s.recv(65536)
+                assert chunk, "closed before answering"
+                head += chunk
+            headers = head.split(b"\r\n\r\n", 1)[0].decode().lower()
+            assert headers.startswith("http/1.1 401"), headers.splitlines()[0]
+            if "connection: close" in headers:
+                return
+            rest = b""
+            try:
+                s.sendall(body)
+                s.sendall(f"GET /.well-known/oauth-protected-resource/mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}"
+                          "\r\n\r\n".encode())
+                while b"HTTP/1.1 200" not in rest:
+                    chunk = s.recv(65536)
+                    if not chunk:
+                        break
+                    rest += chunk
+            except OSError as e:
+                raise AssertionError(f"the connection was dropped after a 401 without Connection: close ({e})")
+            assert b"HTTP/1.1 200" in rest, ("the server closed the connection after a 401 that did not say "
+                                            "Connection: close (a pooled client's next request fails)")
+
+    run.step("a 401 sent before the body is read: Connection: close, or the connection still usable",
+             keep_alive_after_refusal)
+
     def good_token_works():
         course = create(url, rw, f"Main {uuid.uuid4().hex[:6]}")
         message = rpc_result(call(url, rw, "resources/read", {"uri": f"cursos://{course['id']}/historico"}))
@@ -495,9 +530,13 @@ def introspection_pair(run: Run, a) -> None:
     def active_works():
         token = machine_opaque()
         course = create(url, token, f"Opaque {uuid.uuid4().hex[:6]}")
-        return course
+        message = rpc_result(call(url, token, "resources/read", {"uri": f"cursos://{course['id']}/historico"}))
+        authors = [e["autor"] for e in json.loads(message["result"]["contents"][0]["text"])["entradas"]]
+        # oidc-provider's introspection of a client_credentials token has no `sub`: the client_id names it.
+        assert authors == [f"mcp-machine@{iss}"], authors
 
-    run.step("an opaque client_credentials token is introspected and writes", active_works)
+    run.step("an opaque client_credentials token is introspected and writes; the history names mcp-machine@issuer",
+             active_works)
 
     def user_opaque():
         token = run.secret(user_token(iss, resource, "alice")["access_token"])

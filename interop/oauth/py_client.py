@@ -208,7 +208,14 @@ async def main() -> int:
                 await run(s, init.protocolVersion)
     except Exception as e:  # noqa: BLE001
         t.failed += 1
-        print(f"  FAIL {tag}: connect through the OAuth flow: {''.join(traceback.format_exception_only(type(e), e)).strip()}")
+        while isinstance(e, BaseExceptionGroup) and len(e.exceptions) == 1:
+            e = e.exceptions[0]  # the SDK's task groups wrap the one error that matters
+        detail = "".join(traceback.format_exception_only(type(e), e)).strip()
+        try:
+            detail += f" ({e.request.method} {e.request.url})"
+        except (AttributeError, RuntimeError):
+            pass
+        print(f"  FAIL {tag}: connect through the OAuth flow: {detail}")
     print(f"oauth-py: {t.passed} passed, {t.failed} failed", flush=True)
     return 0 if t.failed == 0 else 1
 
