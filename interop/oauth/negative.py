@@ -20,8 +20,12 @@ written, and at the end no token or key text in any backend's captured log):
   introspection pair (AS with opaque tokens, backend with OAUTH_INTROSPECTION_CLIENT_ID/SECRET): active
   works, revoked before use refused, revoked after use refused within the backend's introspection cache
   bound (--introspection-cache-seconds, 60);
-  outage pair: the AS is killed; a token whose key is cached keeps working, a token signed with a key the
-  backend never saw is refused with a clear message, /ready reports the authorization server.
+  outage pair: the AS is not up when the backend starts (it serves, /ready 503), then starts (the retry finds
+  it); then the AS is killed: a token whose key is cached keeps working, a token signed with a key the
+  backend never saw is refused with a clear message, /ready reports the authorization server; then it comes
+  back on the same issuer with a new key (its tokens accepted after a refetch).
+  Also in the main pair: 2026-07-28 requests (no token, wrong audience, read-only write), nbf/exp minted with
+  the AS's own key, and a 401 sent before the body is read (Connection: close, or the connection usable).
 
 Last line: `oauth-negative: N passed, M failed`; exit status 1 when anything failed.
 """
@@ -402,6 +406,31 @@ def main_pair(run: Run, a) -> None:
     run.step("a read-only token reads, and criar_curso → 403 insufficient_scope scope=mcp:write, nothing written",
              read_only)
 
+    def modern_era():
+        def modern(token, method, params):
+            meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                    "io.modelcontextprotocol/clientInfo": {"name": "oauth-negative", "version": "1.0.0"},
+                    "io.modelcontextprotocol/clientCapabilities": {}}
+            return mcp(url, token, {"jsonrpc": "2.0", "id": 9, "method": method, "params": {**params, "_meta": meta}},
+                       extra={"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method,
+                              **({"Mcp-Name": params["name"]} if "name" in params else {})})
+
+        title = f"Modern {uuid.uuid4().hex[:6]}"
+        create_params = {"name": "criar_curso", "arguments": {"titulo": title, "cargaHoraria": 3}}
+        r = modern(None, "tools/call", create_params)
+        assert r.status == 401 and "error" not in challenge(r), r.status
+        r = modern(wrong_aud, "tools/call", create_params)
+        assert r.status == 401 and challenge(r).get("error") == "invalid_token", r.status
+        r = modern(ro, "tools/call", create_params)
+        assert r.status == 403 and challenge(r).get("error") == "insufficient_scope", r.status
+        assert title not in catalog_titles(url, rw), "written"
+        message = rpc_result(modern(rw, "tools/call", create_params))
+        assert not message["result"].get("isError"), message
+        assert title in catalog_titles(url, rw)
+
+    run.step("2026-07-28 requests: no token 401, wrong audience 401, read-only criar_curso 403 (nothing written), "
+             "read+write writes", modern_era)
+
     users = {}
     for user in ("alice", "bob", "carol"):
         users[user] = run.step(f"{user}: authorization code + PKCE at the AS (headless consent)",
@@ -572,16 +601,38 @@ def introspection_pair(run: Run, a) -> None:
 
 
 def outage_pair(run: Run, a) -> None:
-    print("-- outage pair: the AS is killed while the backend runs", flush=True)
+    print("-- outage pair: the AS is down when the backend starts, then killed while it runs", flush=True)
     port = free_port()
     resource = f"http://127.0.0.1:{port}/mcp"
-    auth = run.start_as(a.node, resource)
-    iss = auth["issuer"]
+    as_port = free_port()
+    iss = f"http://127.0.0.1:{as_port}"
     b = run.start_backend(a.backend, "outage", port, f"{a.work}/outage.db", {
         "OAUTH_ISSUER": iss, "OAUTH_RESOURCE": resource, "OAUTH_CATALOG_CLAIM": "tenant",
     })
     url = b["url"]
     prm = f"{b['base']}/.well-known/oauth-protected-resource/mcp"
+
+    def down_at_start():
+        r = request("GET", b["base"] + "/ready")
+        print(f"       /ready with the AS not started: {r.status} {r.text()[:200]}")
+        assert r.status == 503 and r.json().get("oauth") in ("starting", "unreachable"), r.text()
+        assert b["process"].poll() is None, "the backend exited"
+
+    run.step("the AS not up when the backend starts: the backend serves, /ready → 503 naming oauth", down_at_start)
+    auth = run.start_as(a.node, resource, "--port", str(as_port))
+    assert auth["issuer"] == iss
+
+    def comes_up():
+        deadline = time.time() + 45  # the backend retries with a backoff of at most 30 s
+        while True:
+            r = request("GET", b["base"] + "/ready")
+            if r.status == 200 and r.json().get("oauth") == "ok":
+                break
+            assert time.time() < deadline, f"/ready still {r.status} {r.text()[:200]} 45 s after the AS started"
+            time.sleep(0.25)
+        rpc_result(mcp(url, run.secret(machine_token(iss, "mcp-machine", "mcp:read")), INIT))
+
+    run.step("the AS starts later: the backend's retry finds it, /ready → 200 oauth ok, a token works", comes_up)
     token = run.secret(machine_token(iss, "mcp-machine", "mcp:read mcp:write"))
     rotated = run.secret(request("GET", iss + "/debug/mint?tenant=acme&kid=k-rotated").json()["token"])
 
