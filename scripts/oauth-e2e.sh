@@ -46,15 +46,17 @@ trap 'exit 130' INT TERM
 
 free_port() { "$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
-# start_as OUT ARGS...: as.mjs in its own process group; waits (polls) for its JSON line in OUT.
+# start_as OUT ARGS...: as.mjs in its own process group; waits (polls) for its JSON line in OUT and sets
+# AS_JSON to it. Not to be called in $(...): AS_PIDS must be this shell's, for cleanup.
 start_as() {
-  local out="$1" i; shift
+  local out="$1" i pid; shift
   : >"$out"
   setsid "$NODE" "$ROOT/interop/oauth/as.mjs" "$@" >"$out" 2>"$out.err" </dev/null &
-  AS_PIDS+=("$!")
+  pid=$!
+  AS_PIDS+=("$pid")
   for ((i = 0; i < 300; i++)); do           # up to 30 s, polling every 0.1 s
-    [[ -s "$out" ]] && { head -1 "$out"; return 0; }
-    kill -0 "$!" 2>/dev/null || break
+    [[ -s "$out" ]] && { AS_JSON="$(head -1 "$out")"; return 0; }
+    kill -0 "$pid" 2>/dev/null || break
     sleep 0.1
   done
   echo "oauth-e2e: as.mjs did not start:" >&2; cat "$out.err" >&2
@@ -67,7 +69,7 @@ STATEFUL_PORT="$(free_port)" STATELESS_PORT="$(free_port)"
 STATEFUL_RESOURCE="http://127.0.0.1:$STATEFUL_PORT/mcp"
 STATELESS_RESOURCE="http://127.0.0.1:$STATELESS_PORT/mcp"
 # One AS for both backends: each backend's URL is an allowed resource (RFC 8707).
-AS_JSON="$(start_as "$WORK/as.json" --resource "$STATEFUL_RESOURCE" --other-resource "$STATELESS_RESOURCE")" || no_start
+start_as "$WORK/as.json" --resource "$STATEFUL_RESOURCE" --other-resource "$STATELESS_RESOURCE" || no_start
 ISSUER="$(json_field "$AS_JSON" issuer)"
 echo "oauth-e2e: oidc-provider $OIDC_PROVIDER_VERSION at $ISSUER"
 
