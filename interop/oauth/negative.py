@@ -33,6 +33,8 @@ Last line: `oauth-negative: N passed, M failed`; exit status 1 when anything fai
 from __future__ import annotations
 
 import argparse
+import hashlib
+import hmac
 import http.client
 import json
 import os
@@ -355,8 +357,6 @@ def main_pair(run: Run, a) -> None:
     none_header = {**b64json(h), "alg": "none"}
     refused_nothing_written("alg none → 401", run.secret(f"{b64(none_header)}.{p}."))
     refused_nothing_written("alg none, no signature part → 401", run.secret(f"{b64(none_header)}.{p}"))
-    import hashlib
-    import hmac
     jwk = next(k for k in request("GET", iss + "/jwks").json()["keys"] if k["kid"] == auth["kid"])
     for label, secret in (("the JWK's n", jwk["n"].encode()), ("the JWK's JSON", json.dumps(jwk).encode())):
         hs_header = {**b64json(h), "alg": "HS256"}
