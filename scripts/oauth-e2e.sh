@@ -6,7 +6,8 @@
 #      SQLite files;
 #   3. on each backend, the official SDKs' OAuth clients, both eras: TS @modelcontextprotocol/sdk 1.32.2
 #      (2025-11-25) and @modelcontextprotocol/client 2.4.0 (legacy → 2025-11-25, auto → 2026-07-28),
-#      Python mcp 2.3.0 (legacy and auto) and mcp 1.27.2 (2025-11-25); DCR and the pre-registered client;
+#      Python mcp 2.3.0 (legacy and auto) and mcp 1.27.2 (2025-11-25); DCR and the pre-registered client
+#      (and the TS v2 ClientCredentialsProvider as the machine client `mcp-machine`);
 #   4. interop/oauth/negative.py, which starts its own AS and backend pairs (wrong audience, issuer,
 #      signature, alg none, unknown kid, expiry, scope, tenant, query string, key + token, introspection,
 #      AS outage, session swap, and no token in any log).
@@ -116,6 +117,10 @@ for mode in stateful stateless; do
     --registration pre --expect-version 2026-07-28
   runner "$mode-ts-client-$TS_CLIENT_VERSION-auto-dcr-bob" "$NODE" "$TS" --url "$url" --sdk v2 --mode auto \
     --user bob --tenant beta --expect-version 2026-07-28
+  runner "$mode-ts-client-$TS_CLIENT_VERSION-legacy-machine" "$NODE" "$TS" --url "$url" --sdk v2 --mode legacy \
+    --registration machine --expect-version 2025-11-25
+  runner "$mode-ts-client-$TS_CLIENT_VERSION-auto-machine" "$NODE" "$TS" --url "$url" --sdk v2 --mode auto \
+    --registration machine --expect-version 2026-07-28
   runner "$mode-py-mcp-2.3.0-legacy-dcr" "$PY" "$PYC" --url "$url" --mode legacy --expect-version 2025-11-25
   runner "$mode-py-mcp-2.3.0-auto-pre" "$PY" "$PYC" --url "$url" --mode auto --registration pre \
     --expect-version 2026-07-28

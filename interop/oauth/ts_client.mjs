@@ -8,6 +8,8 @@
 //
 // --sdk v1: @modelcontextprotocol/sdk 1.32.2 (2025-11-25); v2: @modelcontextprotocol/client 2.4.0, whose Client
 // negotiates 2025-11-25 by default (`--mode legacy`) and 2026-07-28 with versionNegotiation `--mode auto`.
+// --registration machine (v2 only): no user: the SDK's ClientCredentialsProvider as the confidential client
+// `mcp-machine` (tenant acme), which answers the 401 with a client_credentials grant by itself.
 // Last line: `oauth-ts: N passed, M failed`; exit status 1 when anything failed.
 import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
@@ -146,46 +148,61 @@ await step('GET /mcp without a token → 401 with resource_metadata; the PRM nam
   check(issuer, `PRM ${JSON.stringify(meta)}`);
 });
 
-const provider = new Provider(issuer);
-await step('connect → UnauthorizedError after PRM, AS metadata and registration; authorization URL with PKCE and resource', async () => {
-  const transport = new sdk.StreamableHTTPClientTransport(new URL(URL_), { authProvider: provider });
-  let error;
-  try {
-    await newClient().connect(transport);
-  } catch (e) {
-    error = e;
-  }
-  check(error instanceof sdk.UnauthorizedError, `expected UnauthorizedError, got ${error}`);
-  const u = provider.authorizationUrl;
-  check(u && u.href.startsWith(`${issuer}/auth`), `authorization URL ${u}`);
-  check(u.searchParams.get('code_challenge_method') === 'S256' && u.searchParams.get('code_challenge'), 'no PKCE S256');
-  check(u.searchParams.get('resource') === URL_, `resource ${u.searchParams.get('resource')}`);
-  const client = provider.clientInformation();
-  if (opts.registration === 'pre') check(client.client_id === 'mcp-public', `client ${client.client_id}`);
-  else check(client?.client_id && client.client_id !== 'mcp-public', `DCR gave ${JSON.stringify(client)}`);
-});
-
+const machine = opts.registration === 'machine';
+const subject = machine ? 'mcp-machine' : opts.user;
+const provider = machine
+  ? new sdk.ClientCredentialsProvider({
+      clientId: 'mcp-machine',
+      clientSecret: 'machine-secret',
+      scope: 'mcp:read mcp:write',
+      expectedIssuer: issuer,
+    })
+  : new Provider(issuer);
 const client = newClient();
-let transport;
-await step(`login as ${opts.user} and consent (headless) → code → token for the resource`, async () => {
-  const callback = await consent(provider.authorizationUrl, opts.user, REDIRECT);
-  check(callback.searchParams.get('code'), `callback ${callback}`);
-  check(callback.searchParams.get('state') === provider.stateValue, 'state not echoed');
-  transport = new sdk.StreamableHTTPClientTransport(new URL(URL_), { authProvider: provider });
-  if (opts.sdk === 'v1') await transport.finishAuth(callback.searchParams.get('code'));
-  else await transport.finishAuth(callback.searchParams);
-  const claims = claimsOf(provider.saved.access_token);
-  check(claims.aud === URL_ || claims.aud?.includes?.(URL_), `aud ${claims.aud}`);
-  check(claims.iss === issuer && claims.sub === opts.user, `iss ${claims.iss} sub ${claims.sub}`);
-  check(claims.tenant === opts.tenant, `tenant ${claims.tenant}`);
-  check(/\bmcp:write\b/.test(claims.scope) && /\bmcp:read\b/.test(claims.scope), `scope ${claims.scope}`);
-});
+let transport = machine ? new sdk.StreamableHTTPClientTransport(new URL(URL_), { authProvider: provider }) : undefined;
+if (!machine) {
+  await step('connect → UnauthorizedError after PRM, AS metadata and registration; authorization URL with PKCE and resource', async () => {
+    const transport = new sdk.StreamableHTTPClientTransport(new URL(URL_), { authProvider: provider });
+    let error;
+    try {
+      await newClient().connect(transport);
+    } catch (e) {
+      error = e;
+    }
+    check(error instanceof sdk.UnauthorizedError, `expected UnauthorizedError, got ${error}`);
+    const u = provider.authorizationUrl;
+    check(u && u.href.startsWith(`${issuer}/auth`), `authorization URL ${u}`);
+    check(u.searchParams.get('code_challenge_method') === 'S256' && u.searchParams.get('code_challenge'), 'no PKCE S256');
+    check(u.searchParams.get('resource') === URL_, `resource ${u.searchParams.get('resource')}`);
+    const registered = provider.clientInformation();
+    if (opts.registration === 'pre') check(registered.client_id === 'mcp-public', `client ${registered.client_id}`);
+    else check(registered?.client_id && registered.client_id !== 'mcp-public', `DCR gave ${JSON.stringify(registered)}`);
+  });
+
+  await step(`login as ${opts.user} and consent (headless) → code → token for the resource`, async () => {
+    const callback = await consent(provider.authorizationUrl, opts.user, REDIRECT);
+    check(callback.searchParams.get('code'), `callback ${callback}`);
+    check(callback.searchParams.get('state') === provider.stateValue, 'state not echoed');
+    transport = new sdk.StreamableHTTPClientTransport(new URL(URL_), { authProvider: provider });
+    if (opts.sdk === 'v1') await transport.finishAuth(callback.searchParams.get('code'));
+    else await transport.finishAuth(callback.searchParams);
+    const claims = claimsOf(provider.saved.access_token);
+    check(claims.aud === URL_ || claims.aud?.includes?.(URL_), `aud ${claims.aud}`);
+    check(claims.iss === issuer && claims.sub === opts.user, `iss ${claims.iss} sub ${claims.sub}`);
+    check(claims.tenant === opts.tenant, `tenant ${claims.tenant}`);
+    check(/\bmcp:write\b/.test(claims.scope) && /\bmcp:read\b/.test(claims.scope), `scope ${claims.scope}`);
+  });
+}
 
 await step(`connect with the token (protocol ${opts['expect-version'] ?? 'any'})`, async () => {
   await client.connect(transport);
   const version = client.getNegotiatedProtocolVersion?.() ?? transport.protocolVersion;
   console.log(`       negotiated protocol version: ${version}`);
   if (opts['expect-version']) check(version === opts['expect-version'], `negotiated ${version}`);
+  if (machine) {
+    const claims = claimsOf((await provider.tokens()).access_token);
+    check(claims.sub === 'mcp-machine' && claims.aud === URL_ && claims.tenant === 'acme', JSON.stringify(claims));
+  }
 });
 
 await step('tools/list has criar_curso', async () => {
@@ -206,16 +223,16 @@ const course = await step('criar_curso', async () => {
   return r.structuredContent;
 });
 
-await step(`the history records the token's subject (${opts.user}@${issuer}) and the catalog lists the course`, async () => {
+await step(`the history records the token's subject (${subject}@${issuer}) and the catalog lists the course`, async () => {
   check(course, 'no course');
   const h = textJson(await client.readResource({ uri: `cursos://${course.id}/historico` }));
   const authors = h.entradas.map((e) => e.autor);
-  check(authors.length === 1 && authors[0] === `${opts.user}@${issuer}`, `autor ${JSON.stringify(authors)}`);
+  check(authors.length === 1 && authors[0] === `${subject}@${issuer}`, `autor ${JSON.stringify(authors)}`);
   const catalog = textJson(await client.readResource({ uri: 'cursos://catalogo' }));
   check(catalog.cursos.some((c) => c.id === course.id), 'course not in the catalog');
 });
 
-if (opts.sdk === 'v2') {
+if (opts.sdk === 'v2' && !machine) {
   await step('a refused access token (invalid_token) → the SDK refreshes with the refresh token and retries', async () => {
     check(provider.saved.refresh_token, `no refresh token (scope ${provider.saved.scope})`);
     const before = provider.saved.access_token;
