@@ -57,9 +57,11 @@ check "mcp-server options.rs and reloaded_file.rs are leaves" \
 check "mcp-server knows no axum nor hyper (the transports are the apps')" \
   none '\b(axum|hyper)::' "$S"
 
-# backend: keys <- http <- commands; logging and atomic_file are leaves.
-check "backend keys/ knows neither HTTP nor the commands" \
-  none 'crate::(http|commands)|\baxum\b|\brmcp\b' "$B/keys"
+# backend: keys <- oauth <- http <- commands; logging and atomic_file are leaves.
+check "backend keys/ knows neither OAuth, HTTP nor the commands" \
+  none 'crate::(oauth|http|commands)|\baxum\b|\brmcp\b' "$B/keys"
+check "backend oauth/ knows neither the router, the commands nor the keys (ADR 0043)" \
+  none 'crate::(http|commands|keys)|\baxum\b|\brmcp\b' "$B/oauth"
 check "backend http/ reads no setting and knows no command (its in-process tests excepted)" \
   bash -c "! grep -rlE 'crate::commands|Settings' $B/http | grep -v app_tests.rs"
 

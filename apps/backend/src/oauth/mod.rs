@@ -10,8 +10,8 @@
 //!   opaque token by introspection (RFC 7662, cached), then the token's scopes, catalog and
 //!   subject made into a caller.
 //!
-//! **Invariant:** between `keys/` and `http/`: nothing here names axum, the HTTP layer, the
-//! commands or the keys; a token's text is never logged nor put in an error (only the reason it
+//! **Invariant:** between `keys/` and `http/`: nothing here names the web framework, the router,
+//! the commands or the keys; a token's text is never logged nor put in an error (only the reason it
 //! was refused, and who it names once it was accepted).
 
 pub mod authorization_server;
