@@ -33,6 +33,7 @@ pub mod commands;
 pub mod http;
 pub mod keys;
 pub mod logging;
+pub mod oauth;
 
 pub use commands::settings::Settings;
 pub use http::connections::{ConnectionLimits, serve};

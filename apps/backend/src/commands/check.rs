@@ -7,7 +7,7 @@ use super::startup::open_database;
 use courses_domain::DatabaseSettingError;
 
 use super::settings::Settings;
-use super::startup::{SettingError, bind, check_no_auth, load_keyring, load_policy, request_guard};
+use super::startup::{SettingError, bind, check_no_auth, load_keyring, load_policy, oauth_config, request_guard};
 use crate::http::guard::is_loopback_host;
 use crate::keys::api_key::ApiKey;
 
@@ -83,6 +83,17 @@ pub async fn check(settings: &Settings) -> Vec<Finding> {
             settings.host
         )));
     }
+    let oauth = oauth_config(settings);
+    let oauth_on = matches!(oauth, Ok(Some(_)));
+    match oauth {
+        Ok(None) => {}
+        Ok(Some(config)) => findings.push(Finding::Ok(format!(
+            "OAUTH_ISSUER {} for OAUTH_RESOURCE {} (the issuer is asked at start, not now)",
+            config.issuer(),
+            config.resource()
+        ))),
+        Err(error) => findings.push(Finding::Error(error.0)),
+    }
     let api_key = match settings.api_key.as_deref().map(ApiKey::parse).transpose() {
         Ok(key) => key,
         Err(error) => {
@@ -95,7 +106,7 @@ pub async fn check(settings: &Settings) -> Vec<Finding> {
             load_keyring(api_key.as_ref(), settings.keys_file.as_deref())
                 .map(|keyring| format!("KEYS_FILE ({} keys)", keyring.len())),
         ));
-    } else if api_key.is_none() && !settings.no_auth {
+    } else if api_key.is_none() && !settings.no_auth && !oauth_on {
         findings.push(Finding::Warning(
             "neither API_KEY nor KEYS_FILE is set: a new key is generated at every start".to_owned(),
         ));

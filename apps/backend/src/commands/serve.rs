@@ -12,12 +12,15 @@ use tokio_util::sync::CancellationToken;
 
 use super::progress::next_signal;
 use super::settings::Settings;
-use super::startup::{app_config, bind, check_no_auth, load_keyring, load_policy, open_database, request_guard};
+use super::startup::{
+    app_config, bind, check_no_auth, load_keyring, load_policy, oauth_config, open_database, request_guard,
+};
 use crate::http::connections::{ConnectionLimits, raise_open_files_limit, serve};
 use crate::http::guard::exposure_warning;
 use crate::http::router::{Access, SessionMode, app};
 use crate::keys::api_key::ApiKey;
 use crate::keys::keyring::RELOAD_INTERVAL;
+use crate::oauth::verifier::ResourceServer;
 
 /// The target of this file's log events: the binary's, where this code was before (`RUST_LOG`
 /// filters such as `warn,mcp_cursos_backend=info` keep working).
@@ -56,6 +59,7 @@ impl Server {
     pub async fn start(settings: &Settings) -> anyhow::Result<Self> {
         check_no_auth(settings)?;
         let guard = request_guard(settings)?;
+        let oauth = oauth_config(settings)?;
         let policy = load_policy(settings.policy_file.as_deref())?;
         if let Some(warning) = exposure_warning(&settings.host, &guard) {
             tracing::warn!(target: LOG_TARGET, "{warning}");
@@ -82,7 +86,8 @@ impl Server {
             Access::NoAuth
         } else {
             let api_key = match configured_key {
-                None if settings.keys_file.is_none() => {
+                // With OAuth, tokens are the way in: a key only when one is configured.
+                None if settings.keys_file.is_none() && oauth.is_none() => {
                     let key = ApiKey::generate().context("cannot generate an API key")?;
                     // Printed once, on stdout, for the operator; never through the log.
                     let mut stdout = super::stdout();
@@ -92,12 +97,34 @@ impl Server {
                 }
                 key => key,
             };
-            let keyring = load_keyring(api_key.as_ref(), settings.keys_file.as_deref())?;
-            if keyring.is_empty() {
-                tracing::warn!(target: LOG_TARGET, "the keys file has no key yet: /mcp refuses every request until `keys create` adds one");
+            let keyring = || -> anyhow::Result<_> {
+                let keyring = load_keyring(api_key.as_ref(), settings.keys_file.as_deref())?;
+                tracing::info!(target: LOG_TARGET, keys = keyring.len(), rate_limit = ?settings.rate_limit, "API keys loaded");
+                Ok(keyring)
+            };
+            match oauth {
+                None => {
+                    let keyring = keyring()?;
+                    if keyring.is_empty() {
+                        tracing::warn!(target: LOG_TARGET, "the keys file has no key yet: /mcp refuses every request until `keys create` adds one");
+                    }
+                    Access::Keys(keyring)
+                }
+                Some(config) => {
+                    let keys = if api_key.is_some() || settings.keys_file.is_some() { Some(keyring()?) } else { None };
+                    tracing::info!(
+                        target: LOG_TARGET,
+                        issuer = config.issuer(),
+                        resource = config.resource(),
+                        introspection = config.introspection().is_some(),
+                        keys_too = keys.is_some(),
+                        "OAuth access tokens accepted"
+                    );
+                    let resource_server = ResourceServer::new(config)
+                        .context("cannot build the HTTP client for the authorization server (OAUTH_ISSUER)")?;
+                    Access::OAuth { resource_server: std::sync::Arc::new(resource_server), keys }
+                }
             }
-            tracing::info!(target: LOG_TARGET, keys = keyring.len(), rate_limit = ?settings.rate_limit, "API keys loaded");
-            Access::Keys(keyring)
         };
 
         let options = ServerOptions {
@@ -109,8 +136,9 @@ impl Server {
         // Effects that come after a request (a confirmed archiving, a notice on an open stream)
         // ask the keys in force now, not the ones the request was let in with.
         let authority: Option<std::sync::Arc<dyn mcp_server::Authority>> = match &access {
-            Access::Keys(keyring) => Some(std::sync::Arc::new(keyring.clone())),
-            Access::NoAuth => None,
+            Access::Keys(keyring) | Access::OAuth { keys: Some(keyring), .. } => Some(std::sync::Arc::new(keyring.clone())),
+            // Tokens stand unchanged until their expiry, which the server state checks itself.
+            Access::OAuth { keys: None, .. } | Access::NoAuth => None,
         };
         let running = setup::start(catalog, Setup { confirmation_secret, policy, authority, ..Setup::new(options) })?;
         if let Some(policy) = running.policy_summary() {
@@ -118,8 +146,11 @@ impl Server {
         }
         let state = running.state().clone();
         let shutdown = state.shutdown_token();
-        if let Access::Keys(keyring) = &access {
+        if let Access::Keys(keyring) | Access::OAuth { keys: Some(keyring), .. } = &access {
             keyring.watch(RELOAD_INTERVAL, shutdown.clone());
+        }
+        if let Access::OAuth { resource_server, .. } = &access {
+            resource_server.keep_up(shutdown.clone());
         }
         let config = app_config(settings, access, guard);
         let router = app(state, config, shutdown.clone());

@@ -129,6 +129,58 @@ pub struct Settings {
     #[arg(long, env = "CONFIRMATION_SECRET", hide_env_values = true, value_parser = ConfirmationSecret::parse)]
     pub confirmation_secret: Option<ConfirmationSecret>,
 
+    /// OAuth 2.1 (ADR 0043): the authorization server's issuer, compared exactly with each
+    /// token's `iss`. Its metadata is read from `{issuer}/.well-known/oauth-authorization-server`
+    /// (else `/.well-known/openid-configuration`); https, except on a loopback host. An issuer
+    /// that cannot be reached at start is retried in the background, and `/ready` says so.
+    /// With it, /mcp accepts access tokens (and the keys of API_KEY or KEYS_FILE, when set; no
+    /// key is generated at start). Needs OAUTH_RESOURCE and one of OAUTH_CATALOG_CLAIM and
+    /// OAUTH_CATALOG.
+    #[arg(long, env = "OAUTH_ISSUER")]
+    pub oauth_issuer: Option<String>,
+
+    /// This server's canonical MCP URL (`https://cursos.example.com/mcp`): every token's `aud`
+    /// must contain it exactly (RFC 8707); named in the protected-resource metadata.
+    #[arg(long, env = "OAUTH_RESOURCE")]
+    pub oauth_resource: Option<String>,
+
+    /// The token scope that lets a caller read (default `mcp:read`).
+    #[arg(long, env = "OAUTH_READ_SCOPE")]
+    pub oauth_read_scope: Option<String>,
+
+    /// The token scope that lets a caller write, and read (default `mcp:write`).
+    #[arg(long, env = "OAUTH_WRITE_SCOPE")]
+    pub oauth_write_scope: Option<String>,
+
+    /// The token claim that names the caller's catalog (such as `tenant`): a token without it,
+    /// or with a value that is not a catalog name, is refused.
+    #[arg(long, env = "OAUTH_CATALOG_CLAIM")]
+    pub oauth_catalog_claim: Option<String>,
+
+    /// The one catalog of every token of the issuer (instead of OAUTH_CATALOG_CLAIM).
+    #[arg(long, env = "OAUTH_CATALOG")]
+    pub oauth_catalog: Option<String>,
+
+    /// The client this server introspects opaque (non-JWT) tokens as (RFC 7662,
+    /// client_secret_basic, at the metadata's `introspection_endpoint`); its secret is read from
+    /// the environment variable OAUTH_INTROSPECTION_CLIENT_SECRET only. Unset: opaque tokens are
+    /// refused.
+    #[arg(long, env = "OAUTH_INTROSPECTION_CLIENT_ID")]
+    pub oauth_introspection_client_id: Option<String>,
+
+    /// `OAUTH_INTROSPECTION_CLIENT_SECRET`, from the environment only (a flag would show in `ps`).
+    #[arg(skip = IntrospectionSecret::from_environment())]
+    pub oauth_introspection_client_secret: Option<IntrospectionSecret>,
+
+    /// Seconds of clock skew allowed on a token's `exp` and `nbf` (default 30, at most 300).
+    #[arg(long, env = "OAUTH_LEEWAY_SECONDS")]
+    pub oauth_leeway_seconds: Option<u64>,
+
+    /// The most fetches of the issuer's JWKS in any minute (default 6, 1 to 60): a token with an
+    /// unknown `kid` makes the server fetch the keys again, at most this often.
+    #[arg(long, env = "OAUTH_JWKS_FETCHES_PER_MINUTE")]
+    pub oauth_jwks_fetches_per_minute: Option<u32>,
+
     /// Serve `/mcp` without an API key. Only for local test suites (such as the MCP conformance
     /// suite): the backend refuses to start with it unless HOST is a loopback address.
     #[arg(long, env = "NO_AUTH", default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
@@ -156,6 +208,36 @@ impl ConfirmationSecret {
 impl std::fmt::Debug for ConfirmationSecret {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         formatter.write_str("ConfirmationSecret(<redacted>)")
+    }
+}
+
+/// `OAUTH_INTROSPECTION_CLIENT_SECRET`, never shown (`Debug` is redacted).
+#[derive(Clone)]
+pub struct IntrospectionSecret(String);
+
+impl IntrospectionSecret {
+    /// The environment variable's value, when set.
+    #[must_use]
+    pub fn from_environment() -> Option<Self> {
+        std::env::var("OAUTH_INTROSPECTION_CLIENT_SECRET").ok().map(Self)
+    }
+
+    /// A secret given in code (tests).
+    #[must_use]
+    pub fn new(secret: impl Into<String>) -> Self {
+        Self(secret.into())
+    }
+
+    /// The secret.
+    #[must_use]
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for IntrospectionSecret {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("IntrospectionSecret(<redacted>)")
     }
 }
 

@@ -16,6 +16,7 @@ use crate::http::router::{Access, AppConfig};
 use crate::keys::api_key::ApiKey;
 use crate::keys::keyring::Keyring;
 use crate::keys::keys_file::KeysFileError;
+use crate::oauth::config::{OAuthConfig, OAuthInputs};
 
 /// A setting that cannot be followed: the message says which, why, and what to change.
 #[derive(Debug, thiserror::Error)]
@@ -111,6 +112,31 @@ pub fn app_config(settings: &Settings, access: Access, guard: RequestGuard) -> A
         metrics: settings.metrics,
         max_sessions_per_key: settings.max_sessions_per_key,
     }
+}
+
+/// The OAuth settings (`OAUTH_*`), checked: `None` when OAuth is off.
+///
+/// # Errors
+/// [`SettingError`] naming the setting (the secret is never echoed); also NO_AUTH with
+/// OAUTH_ISSUER.
+pub fn oauth_config(settings: &Settings) -> Result<Option<OAuthConfig>, SettingError> {
+    let inputs = OAuthInputs {
+        issuer: settings.oauth_issuer.as_deref(),
+        resource: settings.oauth_resource.as_deref(),
+        read_scope: settings.oauth_read_scope.as_deref(),
+        write_scope: settings.oauth_write_scope.as_deref(),
+        catalog_claim: settings.oauth_catalog_claim.as_deref(),
+        catalog: settings.oauth_catalog.as_deref(),
+        introspection_client_id: settings.oauth_introspection_client_id.as_deref(),
+        introspection_client_secret: settings.oauth_introspection_client_secret.as_ref().map(|secret| secret.expose()),
+        leeway_seconds: settings.oauth_leeway_seconds,
+        jwks_fetches_per_minute: settings.oauth_jwks_fetches_per_minute,
+    };
+    let config = OAuthConfig::from_inputs(&inputs).map_err(|error| SettingError(error.to_string()))?;
+    if config.is_some() && settings.no_auth {
+        return Err(SettingError("NO_AUTH and OAUTH_ISSUER are both set: give only one".to_owned()));
+    }
+    Ok(config)
 }
 
 /// `NO_AUTH` only on a loopback `HOST`.

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::extract::{Request, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -27,6 +27,8 @@ use super::rate_limit::{RateLimit, RetryAfter};
 use super::session_cap;
 use crate::keys::key_name::KeyName;
 use crate::keys::keyring::Keyring;
+use crate::oauth::config::OAuthConfig;
+use crate::oauth::verifier::{ResourceServer, TokenRefusal};
 
 /// The largest request body accepted on `/mcp` (413 beyond it).
 pub const MAX_REQUEST_BODY_BYTES: usize = 1024 * 1024;
@@ -55,6 +57,14 @@ pub struct AppConfig {
 pub enum Access {
     /// Callers present one of the keyring's keys and get its name and scope.
     Keys(Keyring),
+    /// Callers present an OAuth access token of the issuer (ADR 0043), or, when `keys` is set,
+    /// one of its keys: a Bearer value that matches a key is that key, any other is a token.
+    OAuth {
+        /// Checks the tokens.
+        resource_server: Arc<ResourceServer>,
+        /// The keys also accepted, if any.
+        keys: Option<Keyring>,
+    },
     /// No authentication: every request is the full-scope caller `sem-autenticacao`. Loopback
     /// test suites only (the binary refuses it on any other address).
     NoAuth,
@@ -77,6 +87,8 @@ struct Health {
     state: ServerState,
     sessions: Option<Arc<LocalSessionManager>>,
     metrics: Option<Arc<Metrics>>,
+    /// The resource server, and whether tokens are the only way in (no keys).
+    oauth: Option<(Arc<ResourceServer>, bool)>,
 }
 
 impl Health {
@@ -107,6 +119,10 @@ pub fn app(state: ServerState, config: AppConfig, shutdown: CancellationToken) -
     let factory_state = state.clone();
     let factory = move || Ok(CursosServer::new(&factory_state));
     let metrics = config.metrics.then(|| Arc::new(Metrics::default()));
+    let oauth = match &config.access {
+        Access::OAuth { resource_server, keys } => Some((Arc::clone(resource_server), keys.is_none())),
+        Access::Keys(_) | Access::NoAuth => None,
+    };
     let (access, rate_limit, gate_metrics) =
         (config.access, config.rate_limit.map(RateLimit::per_minute), metrics.clone());
     // One middleware for every check of `/mcp`, in order (ADR 0038), wrapped around rmcp's
@@ -129,11 +145,14 @@ pub fn app(state: ServerState, config: AppConfig, shutdown: CancellationToken) -
         let service = tower::ServiceBuilder::new().layer(gate(None)).service(service);
         (Router::new().nest_service("/mcp", service), None)
     };
-    let health = Health { state, sessions, metrics: metrics.clone() };
     let mut routes = Router::new().route("/health", get(liveness)).route("/ready", get(readiness));
     if metrics.is_some() {
         routes = routes.route("/metrics", get(prometheus));
     }
+    if let Some((resource_server, _)) = &oauth {
+        routes = protected_resource_metadata_routes(routes, resource_server.config());
+    }
+    let health = Health { state, sessions, metrics: metrics.clone(), oauth };
     let routes = routes.with_state(health).merge(mcp_routes);
     // Around the whole router, once: `Router::layer` would wrap each route, and a route's
     // service (each layer's included) is cloned for every request it serves (bench/RESULTS.md).
@@ -257,7 +276,20 @@ async fn readiness(State(health): State<Health>) -> Response {
             .into_response()
     };
     match tokio::time::timeout(READINESS_TIMEOUT, health.state.catalog().readiness()).await {
-        Ok(Ok(())) => axum::Json(json!({ "status": "ready" })).into_response(),
+        Ok(Ok(())) => match &health.oauth {
+            None => axum::Json(json!({ "status": "ready" })).into_response(),
+            Some((resource_server, only_access)) => {
+                let status = resource_server.status();
+                let oauth = status.reachability.as_str();
+                if *only_access && !status.usable {
+                    // No key to fall back on, and no token can be checked yet.
+                    let body = json!({ "status": "unavailable", "reason": "authorization_server_unreachable", "oauth": oauth });
+                    (StatusCode::SERVICE_UNAVAILABLE, axum::Json(body)).into_response()
+                } else {
+                    axum::Json(json!({ "status": "ready", "oauth": oauth })).into_response()
+                }
+            }
+        },
         Ok(Err(courses_domain::NotReady::Unwritable(reason))) => {
             tracing::warn!(target: "backend", %reason, "readiness check failed: writes cannot be made durable");
             unavailable(reason.as_str())
@@ -324,8 +356,8 @@ fn session_end_without_content(is_delete: bool, response: Response) -> Response 
 ///
 /// The request reaches rmcp carrying its [`Caller`] in its extensions.
 async fn mcp_gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> Response {
-    let caller = match gate.authenticate(&request) {
-        Ok(caller) => caller,
+    let (caller, by_token) = match gate.authenticate(request.headers(), request.uri().query()).await {
+        Ok(authenticated) => authenticated,
         Err(refusal) => return *refusal,
     };
     let (mut parts, body) = request.into_parts();
@@ -333,6 +365,18 @@ async fn mcp_gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -
         Ok(checked) => checked,
         Err(refusal) => return refusal,
     };
+    let label = checked.label.clone().unwrap_or_else(|| RequestLabel::of(&parts.method, &checked.bytes));
+    // A read-only token calling a tool that writes: 403 with the scope it lacks (RFC 6750 §3.1),
+    // so the client can ask for it; the server would refuse the call anyway.
+    if by_token
+        && caller.scope() == Scope::Read
+        && label.method == "tools/call"
+        && label.target.as_deref().is_some_and(|tool| mcp_server::policy::WRITING_TOOLS.contains(&tool))
+        && let Access::OAuth { resource_server, .. } = &gate.access
+    {
+        let config = resource_server.config();
+        return insufficient_scope(config, config.write_scope(), "this tool writes: the token needs the write scope");
+    }
     let reservation = match &gate.session_cap {
         Some(cap) if checked.opens_session => match cap.admit(&caller).await {
             Ok(reservation) => Some(reservation),
@@ -340,7 +384,6 @@ async fn mcp_gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -
         },
         _ => None,
     };
-    let label = checked.label.unwrap_or_else(|| RequestLabel::of(&parts.method, &checked.bytes));
     let mut timer = RequestTimer::start(gate.metrics.clone(), label, Some(caller.name().to_owned()));
     let is_delete = parts.method == axum::http::Method::DELETE;
     parts.extensions.insert(caller);
@@ -364,10 +407,12 @@ async fn mcp_gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -
 
 impl Gate {
     /// 400 for more than one `Authorization` header, 401 with `WWW-Authenticate: Bearer` unless
-    /// the request carries an accepted key, then 429 with `Retry-After` when that key is over its
-    /// rate limit; otherwise the request's [`Caller`]. Keys are never logged; names are.
-    fn authenticate(&self, request: &Request) -> Result<Caller, Box<Response>> {
-        if request.headers().get_all(header::AUTHORIZATION).iter().nth(1).is_some() {
+    /// the request carries an accepted key or token (403 for a token with neither scope; 400 for
+    /// a token in the query string; 503 when an opaque token cannot be introspected now), then
+    /// 429 with `Retry-After` when the caller is over its rate limit; otherwise the request's
+    /// [`Caller`], and whether it came from a token. Keys and tokens are never logged; names are.
+    async fn authenticate(&self, headers: &HeaderMap, query: Option<&str>) -> Result<(Caller, bool), Box<Response>> {
+        if headers.get_all(header::AUTHORIZATION).iter().nth(1).is_some() {
             // Which one would count is up to each hop of a proxy chain: none does.
             tracing::warn!(target: "backend", "request refused: more than one Authorization header");
             return Err(Box::new(
@@ -378,22 +423,44 @@ impl Gate {
                     .into_response(),
             ));
         }
-        let caller = match &self.access {
-            Access::NoAuth => Caller::new(KeyName::NO_AUTH, Scope::Write),
-            Access::Keys(keyring) => {
-                let presented =
-                    request.headers().get(header::AUTHORIZATION).map(HeaderValue::as_bytes).and_then(|value| {
-                        value.get(..7).filter(|scheme| scheme.eq_ignore_ascii_case(b"bearer ")).map(|_| &value[7..])
-                    });
-                match presented.map(|token| keyring.authenticate(token)) {
-                    Some(Some(caller)) => caller,
-                    Some(None) => return Err(Box::new(unauthorized("invalid_token", "the API key is not valid"))),
-                    None => {
-                        return Err(Box::new(unauthorized(
-                            "invalid_request",
-                            "missing Authorization: Bearer <API_KEY>",
-                        )));
-                    }
+        let presented = headers.get(header::AUTHORIZATION).map(HeaderValue::as_bytes).and_then(|value| {
+            value.get(..7).filter(|scheme| scheme.eq_ignore_ascii_case(b"bearer ")).map(|_| &value[7..])
+        });
+        let (caller, by_token) = match &self.access {
+            Access::NoAuth => (Caller::new(KeyName::NO_AUTH, Scope::Write), false),
+            Access::Keys(keyring) => match presented.map(|token| keyring.authenticate(token)) {
+                Some(Some(caller)) => (caller, false),
+                Some(None) => return Err(Box::new(unauthorized("invalid_token", "the API key is not valid"))),
+                None => {
+                    return Err(Box::new(unauthorized("invalid_request", "missing Authorization: Bearer <API_KEY>")));
+                }
+            },
+            Access::OAuth { resource_server, keys } => {
+                let config = resource_server.config();
+                if has_query_token(query) {
+                    return Err(Box::new(token_in_query(config)));
+                }
+                let Some(presented) = presented else {
+                    return Err(Box::new(token_challenge(config, None)));
+                };
+                match keys.as_ref().and_then(|keyring| keyring.authenticate(presented)) {
+                    Some(caller) => (caller, false),
+                    None => match resource_server.verify(presented).await {
+                        Ok(caller) => (caller, true),
+                        Err(TokenRefusal::Invalid(description)) => {
+                            return Err(Box::new(token_challenge(config, Some(&description))));
+                        }
+                        Err(TokenRefusal::InsufficientScope) => {
+                            return Err(Box::new(insufficient_scope(
+                                config,
+                                &format!("{} {}", config.read_scope(), config.write_scope()),
+                                "the token has neither the read nor the write scope",
+                            )));
+                        }
+                        Err(TokenRefusal::Unavailable(description)) => {
+                            return Err(Box::new(authorization_server_unavailable(&description)));
+                        }
+                    },
                 }
             }
         };
@@ -402,8 +469,105 @@ impl Gate {
         {
             return Err(Box::new(too_many_requests(&caller, retry_after)));
         }
-        Ok(caller)
+        Ok((caller, by_token))
     }
+}
+
+/// Whether the query string carries an `access_token` (RFC 6750 §2.3, which this server does
+/// not accept: URLs end up in logs and histories).
+fn has_query_token(query: Option<&str>) -> bool {
+    query.is_some_and(|query| {
+        query.split('&').any(|pair| pair.split('=').next().is_some_and(|name| name.eq_ignore_ascii_case("access_token")))
+    })
+}
+
+/// A description fit for a quoted header parameter: printable ASCII, no quote or backslash.
+fn quotable(text: &str) -> String {
+    text.chars().map(|character| if character.is_ascii_graphic() && character != '"' && character != '\\' { character } else { ' ' }).collect()
+}
+
+/// 401 with the challenge of RFC 9728 §5.1: where this resource's metadata is, the scopes it
+/// knows, and, when a token was refused, `invalid_token` with why.
+fn token_challenge(config: &OAuthConfig, refused: Option<&str>) -> Response {
+    let mut challenge = format!(
+        "Bearer resource_metadata=\"{}\", scope=\"{} {}\"",
+        config.resource_metadata_url(),
+        config.read_scope(),
+        config.write_scope()
+    );
+    let message = match refused {
+        Some(description) => {
+            tracing::warn!(target: "backend", reason = description, "request refused by the token check");
+            challenge.push_str(&format!(", error=\"invalid_token\", error_description=\"{}\"", quotable(description)));
+            description.to_owned()
+        }
+        None => {
+            tracing::warn!(target: "backend", "request refused: no Authorization: Bearer <token>");
+            "missing Authorization: Bearer <access token>".to_owned()
+        }
+    };
+    with_challenge(StatusCode::UNAUTHORIZED, json!({ "error": "unauthorized", "message": message }), &challenge)
+}
+
+/// 403 `insufficient_scope` naming the scopes `needed` (RFC 6750 §3.1).
+fn insufficient_scope(config: &OAuthConfig, needed: &str, description: &str) -> Response {
+    tracing::warn!(target: "backend", reason = description, needed, "request refused: insufficient scope");
+    let challenge = format!(
+        "Bearer error=\"insufficient_scope\", scope=\"{needed}\", resource_metadata=\"{}\", error_description=\"{}\"",
+        config.resource_metadata_url(),
+        quotable(description)
+    );
+    let body = json!({ "error": "insufficient_scope", "message": description, "scope": needed });
+    with_challenge(StatusCode::FORBIDDEN, body, &challenge)
+}
+
+/// 400 `invalid_request` for a token in the query string.
+fn token_in_query(config: &OAuthConfig) -> Response {
+    const DESCRIPTION: &str = "access tokens are accepted only in the Authorization header, not in the URL";
+    tracing::warn!(target: "backend", "request refused: an access_token in the query string");
+    let challenge = format!(
+        "Bearer error=\"invalid_request\", error_description=\"{DESCRIPTION}\", resource_metadata=\"{}\"",
+        config.resource_metadata_url()
+    );
+    with_challenge(StatusCode::BAD_REQUEST, json!({ "error": "invalid_request", "message": DESCRIPTION }), &challenge)
+}
+
+/// 503 when a token cannot be checked now (its introspection does not answer).
+fn authorization_server_unavailable(description: &str) -> Response {
+    tracing::warn!(target: "backend", reason = description, "request refused: the token cannot be checked now");
+    let mut response = (
+        StatusCode::SERVICE_UNAVAILABLE,
+        axum::Json(json!({ "error": "authorization_server_unavailable", "message": description })),
+    )
+        .into_response();
+    response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(5));
+    response
+}
+
+fn with_challenge(status: StatusCode, body: serde_json::Value, challenge: &str) -> Response {
+    let mut response = (status, axum::Json(body)).into_response();
+    if let Ok(value) = HeaderValue::from_str(challenge) {
+        response.headers_mut().insert(header::WWW_AUTHENTICATE, value);
+    }
+    response
+}
+
+/// `GET /.well-known/oauth-protected-resource` (RFC 9728), also with the `/mcp` suffix and with
+/// the path of `OAUTH_RESOURCE` when it is another: no key, no token needed.
+fn protected_resource_metadata_routes<S: Clone + Send + Sync + 'static>(routes: Router<S>, config: &OAuthConfig) -> Router<S> {
+    let document = Arc::new(config.protected_resource_metadata());
+    let mut paths = vec![
+        "/.well-known/oauth-protected-resource".to_owned(),
+        "/.well-known/oauth-protected-resource/mcp".to_owned(),
+    ];
+    let own = config.resource_metadata_path();
+    if !paths.contains(&own) && !own.contains(['{', '}', '*']) && own.starts_with('/') {
+        paths.push(own);
+    }
+    paths.into_iter().fold(routes, |routes, path| {
+        let document = Arc::clone(&document);
+        routes.route(&path, get(move || std::future::ready(axum::Json(document.as_ref().clone()))))
+    })
 }
 
 fn too_many_requests(caller: &Caller, retry_after: RetryAfter) -> Response {
