@@ -267,6 +267,15 @@ done
 SESSION[cursos0-json]=""
 SESSION[cursos-json]=""; SESSION[cursos-jwt-json]=""; SESSION[axum-json]=""; SESSION[rmcp-json]=""; SESSION[ts-json]=""; SESSION[cursospg-json]=""
 
+# The backend with OAuth has the issuer's keys once it answers a token (it fetches them at start).
+if [[ "$JWT_ENABLED" == 1 ]]; then
+  deadline=$((SECONDS + 60))
+  until [[ "$(post cursos-jwt-json "" '{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"cursos://catalogo"}}')" == 200*'"result"'* ]]; do
+    (( SECONDS < deadline )) || { log "cursos-jwt-json refuses the token after 60 s:"; tail -5 "$OUT/logs/cursos-jwt-json.log" >&2; exit 1; }
+    sleep 0.1
+  done
+fi
+
 # The course read by every server: mcp-cursos's first course, the peers' one course.
 PEER_URI="cursos://0b5c4f8e-6a63-4c51-9d7e-2f0b8f0c1a11"
 catalog="$(post cursos-json "" '{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"cursos://catalogo"}}')"
