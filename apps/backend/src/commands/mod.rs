@@ -11,6 +11,8 @@ pub mod health;
 pub mod import;
 pub mod keys;
 pub mod migrate;
+#[cfg(test)]
+mod oauth_tests;
 pub mod progress;
 pub mod restore;
 pub mod serve;

@@ -136,7 +136,9 @@ impl Server {
         // Effects that come after a request (a confirmed archiving, a notice on an open stream)
         // ask the keys in force now, not the ones the request was let in with.
         let authority: Option<std::sync::Arc<dyn mcp_server::Authority>> = match &access {
-            Access::Keys(keyring) | Access::OAuth { keys: Some(keyring), .. } => Some(std::sync::Arc::new(keyring.clone())),
+            Access::Keys(keyring) | Access::OAuth { keys: Some(keyring), .. } => {
+                Some(std::sync::Arc::new(keyring.clone()))
+            }
             // Tokens stand unchanged until their expiry, which the server state checks itself.
             Access::OAuth { keys: None, .. } | Access::NoAuth => None,
         };

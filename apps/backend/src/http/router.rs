@@ -477,13 +477,21 @@ impl Gate {
 /// not accept: URLs end up in logs and histories).
 fn has_query_token(query: Option<&str>) -> bool {
     query.is_some_and(|query| {
-        query.split('&').any(|pair| pair.split('=').next().is_some_and(|name| name.eq_ignore_ascii_case("access_token")))
+        query
+            .split('&')
+            .any(|pair| pair.split('=').next().is_some_and(|name| name.eq_ignore_ascii_case("access_token")))
     })
 }
 
 /// A description fit for a quoted header parameter: printable ASCII, no quote or backslash.
 fn quotable(text: &str) -> String {
-    text.chars().map(|character| if character.is_ascii_graphic() && character != '"' && character != '\\' { character } else { ' ' }).collect()
+    text.chars()
+        .map(
+            |character| {
+                if character.is_ascii_graphic() && character != '"' && character != '\\' { character } else { ' ' }
+            },
+        )
+        .collect()
 }
 
 /// 401 with the challenge of RFC 9728 §5.1: where this resource's metadata is, the scopes it
@@ -554,7 +562,10 @@ fn with_challenge(status: StatusCode, body: serde_json::Value, challenge: &str) 
 
 /// `GET /.well-known/oauth-protected-resource` (RFC 9728), also with the `/mcp` suffix and with
 /// the path of `OAUTH_RESOURCE` when it is another: no key, no token needed.
-fn protected_resource_metadata_routes<S: Clone + Send + Sync + 'static>(routes: Router<S>, config: &OAuthConfig) -> Router<S> {
+fn protected_resource_metadata_routes<S: Clone + Send + Sync + 'static>(
+    routes: Router<S>,
+    config: &OAuthConfig,
+) -> Router<S> {
     let document = Arc::new(config.protected_resource_metadata());
     let mut paths = vec![
         "/.well-known/oauth-protected-resource".to_owned(),

@@ -262,10 +262,20 @@ impl AuthorizationServer {
         }
     }
 
-    /// Discovers the metadata (when not known yet), then fetches the JWKS within the fetch
-    /// bound. Updates the status; logs a failure.
-    async fn refresh(&self) -> Result<(), FetchError> {
-        let result = self.try_refresh().await;
+    /// Discovers the metadata (when not known yet), then fetches the JWKS, within the fetch
+    /// bound: `Ok(false)` when the bound left no slot (nothing asked, the status unchanged).
+    /// Updates the status; logs a failure.
+    async fn refresh(&self) -> Result<bool, FetchError> {
+        let mut fetches = self.fetches.lock().await;
+        // The background's discovery is bounded by its own backoff; the JWKS fetch by the bound.
+        let result = match self.discovered().await {
+            Ok(_) if !take_slot(&mut fetches, self.config.jwks_fetches_per_minute().get(), Instant::now()) => {
+                return Ok(false);
+            }
+            Ok(metadata) => self.fetch_jwks(&metadata).await,
+            Err(error) => Err(error),
+        };
+        drop(fetches);
         match &result {
             Ok(()) => self.set_reachability(Reachability::Ok),
             Err(error) => {
@@ -273,34 +283,31 @@ impl AuthorizationServer {
                 self.set_reachability(Reachability::Unreachable);
             }
         }
-        result
+        result.map(|()| true)
     }
 
-    async fn try_refresh(&self) -> Result<(), FetchError> {
-        let metadata = match self.metadata() {
-            Some(metadata) => metadata,
-            None => {
-                let metadata = Arc::new(self.discover().await?);
-                tracing::info!(
-                    target: "backend::oauth",
-                    issuer = %metadata.issuer,
-                    jwks_uri = metadata.jwks_uri.as_deref().unwrap_or("-"),
-                    introspection = metadata.introspection_endpoint.is_some(),
-                    "authorization server metadata loaded"
-                );
-                *self.metadata.write().unwrap_or_else(PoisonError::into_inner) = Some(Arc::clone(&metadata));
-                metadata
-            }
-        };
-        if metadata.jwks_uri.is_none() {
-            return Ok(());
-        }
-        let mut fetches = self.fetches.lock().await;
-        if !take_slot(&mut fetches, self.config.jwks_fetches_per_minute().get(), Instant::now()) {
-            // The bound was reached by refetches: the keys are as fresh as allowed.
-            return Ok(());
-        }
+    /// The metadata (discovered when not known yet), then the JWKS. Called with the fetch
+    /// slot taken and the fetch lock held.
+    async fn load(&self) -> Result<(), FetchError> {
+        let metadata = self.discovered().await?;
         self.fetch_jwks(&metadata).await
+    }
+
+    /// The metadata, discovered now when not known yet.
+    async fn discovered(&self) -> Result<Arc<Metadata>, FetchError> {
+        if let Some(metadata) = self.metadata() {
+            return Ok(metadata);
+        }
+        let metadata = Arc::new(self.discover().await?);
+        tracing::info!(
+            target: "backend::oauth",
+            issuer = %metadata.issuer,
+            jwks_uri = metadata.jwks_uri.as_deref().unwrap_or("-"),
+            introspection = metadata.introspection_endpoint.is_some(),
+            "authorization server metadata loaded"
+        );
+        *self.metadata.write().unwrap_or_else(PoisonError::into_inner) = Some(Arc::clone(&metadata));
+        Ok(metadata)
     }
 
     /// The metadata document, from the RFC 8414 locations, then OpenID discovery.
@@ -392,17 +399,14 @@ impl AuthorizationServer {
         if let Some(key) = self.cached(kid, algorithm) {
             return Ok(key);
         }
-        let Some(metadata) = self.metadata() else {
-            return Err(KeyLookup::Unreachable);
-        };
         if !take_slot(&mut fetches, self.config.jwks_fetches_per_minute().get(), Instant::now()) {
-            return Err(if self.status().reachability == Reachability::Unreachable {
-                KeyLookup::Unreachable
-            } else {
+            return Err(if self.status().reachability == Reachability::Ok {
                 KeyLookup::FetchBoundReached
+            } else {
+                KeyLookup::Unreachable
             });
         }
-        match self.fetch_jwks(&metadata).await {
+        match self.load().await {
             Ok(()) => self.set_reachability(Reachability::Ok),
             Err(error) => {
                 tracing::warn!(target: "backend::oauth", issuer = self.config.issuer(), %error, "cannot fetch the authorization server's keys for a token with an unknown kid");
@@ -423,10 +427,14 @@ impl AuthorizationServer {
             let mut retry = FIRST_RETRY;
             loop {
                 let wait = match server.refresh().await {
-                    Ok(()) => {
+                    Ok(true) => {
                         retry = FIRST_RETRY;
                         REFRESH_INTERVAL
                     }
+                    // No slot this minute (tokens with unknown kids took them): try again soon,
+                    // unless the keys are loaded and the issuer answers.
+                    Ok(false) if server.status().reachability == Reachability::Ok => REFRESH_INTERVAL,
+                    Ok(false) => retry,
                     Err(_) => {
                         let wait = retry;
                         retry = (retry * 2).min(MAX_RETRY);
