@@ -24,7 +24,6 @@ if [[ $kind == cursos-jwt ]]; then
   issuer_pid=$!
   for i in $(seq 600); do issuer=$(grep -so '^issuer=[^ ]*' $OUT/$name.issuer.log | cut -d= -f2) && [[ -n $issuer ]] && break; sleep 0.1; done
   [[ -n ${issuer:-} ]] || { echo no issuer; cat $OUT/$name.issuer.log; exit 1; }
-  trap 'kill $issuer_pid 2>/dev/null || true' EXIT
   KEY=$(cat $OUT/$name.token)
   oauth=(PORT=$port OAUTH_ISSUER=$issuer OAUTH_RESOURCE=http://127.0.0.1:$port/mcp OAUTH_CATALOG_CLAIM=tenant)
   kind=cursos
@@ -40,6 +39,8 @@ else
   valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file=$OUT/$name.out $ROOT/target/release/peer_rmcp --session-mode stateless > $OUT/$name.log 2>&1 &
 fi
 pid=$!
+# Whatever happens next, the backend under valgrind (and the stand-in issuer) end with this script.
+trap 'kill $pid ${issuer_pid:-} 2>/dev/null || true' EXIT
 for i in $(seq 600); do url=$(grep -so 'http://127\.0\.0\.1:[0-9]*/mcp' $OUT/$name.log | head -1) && [[ -n $url ]] && break; sleep 0.1; done
 [[ -n ${url:-} ]] || { echo no url; cat $OUT/$name.log; exit 1; }
 H=(-H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' -H 'MCP-Protocol-Version: 2025-11-25')
