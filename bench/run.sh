@@ -18,6 +18,10 @@
 #   - (a) peer_axum: a bare axum handler returning a fixed JSON body (this machine's ceiling);
 #   - (b) peer_rmcp: a minimal rmcp server answering the same read from memory (the SDK's ceiling);
 #   - (c) the same read served by the official TypeScript SDK (bench/peers/ts, Node 24);
+#   - `cursos-jwt`: mcp-cursos (stateless, JSON) with OAuth only, reading with a signed JWT access
+#     token instead of the key, against a stand-in authorization server on 127.0.0.1
+#     (bench/load/issuer.py: metadata + JWKS, fetched once and cached by the backend, so what the
+#     cell measures per request is the token's check: signature, claims, scope, catalog);
 # at 1, 10 and 50 connections, BENCH_SECONDS per cell, REPS repetitions (interleaved: repetition
 # 2 starts after every cell of repetition 1; even repetitions run the cells in reverse order),
 # each server's peak memory (VmHWM, reset before each cell) and CPU time per request. Then
@@ -32,7 +36,9 @@
 # ONLY='(cursos|rmcp) (json|sse) read' for the read ratio in the two realistic modes),
 # STDIO (1; 0 skips the stdio figures), BASELINE (a path to another mcp-cursos-backend binary, e.g.
 # the previous commit's: adds the target `cursos0`, that binary on its own copy of the catalog, with
-# the same read cells as `cursos`, to compare a change interleaved against the binary before it).
+# the same read cells as `cursos`, to compare a change interleaved against the binary before it),
+# JWT_ALG (RS256, or ES256: the stand-in's signing algorithm for the `cursos-jwt` cell; needs the
+# `openssl` command), e.g. ONLY='cursos(-jwt)? json read' for the key against the token.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$PWD"
@@ -110,7 +116,7 @@ rm -rf "$OUT"; mkdir -p "$OUT/data" "$OUT/logs"
 log "catalog of $CATALOG active courses (bench scale loader)"
 "$BIN/scale" --sizes "$CATALOG" --iterations 5 --dir "$OUT/data" --keep >/dev/null 2>"$OUT/logs/scale.log"
 SEED_DB="$OUT/data/cursos-$CATALOG.db"
-for copy in json sse stdio json0 sse0; do cp "$SEED_DB" "$OUT/data/$copy.db"; done
+for copy in json sse stdio json0 sse0 jwt; do cp "$SEED_DB" "$OUT/data/$copy.db"; done
 
 # ---------------------------------------------------------------- servers
 declare -A PID URL
@@ -154,6 +160,35 @@ start rmcp-sse "$BIN/peer_rmcp" --session-mode stateful
 start ts-json "$NODE" "$TS_SERVER" --session-mode stateless
 start ts-sse "$NODE" "$TS_SERVER" --session-mode stateful
 
+# mcp-cursos reading with a JWT (OAuth only, no key): a stand-in authorization server on loopback
+# signs one access token for the backend's resource (bench/load/issuer.py), which the backend
+# checks on every request against the JWKS it fetched once. The resource is the backend's own
+# URL, so its port is chosen first.
+JWT_ALG="${JWT_ALG:-RS256}"
+JWT=""
+if [[ -n "${ONLY:-}" ]] && ! grep -qE -- "$ONLY" <<<'cursos-jwt json read'; then
+  JWT_ENABLED=0
+else
+  JWT_ENABLED=1
+  command -v openssl >/dev/null || { log "the cursos-jwt cell needs the openssl command (Debian's openssl package)"; exit 1; }
+  JWT_PORT="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+  JWT_RESOURCE="http://127.0.0.1:$JWT_PORT/mcp"
+  python3 bench/load/issuer.py --resource "$JWT_RESOURCE" --token-file "$OUT/data/jwt.token" --alg "$JWT_ALG" \
+    --claim tenant --catalog padrao >"$OUT/logs/issuer.log" 2>&1 &
+  PIDS+=("$!"); ISSUER_PID=$!
+  deadline=$((SECONDS + 60))
+  until ISSUER="$(grep -so '^issuer=http://127\.0\.0\.1:[0-9]*' "$OUT/logs/issuer.log" | cut -d= -f2)" && [[ -n "$ISSUER" ]]; do
+    kill -0 "$ISSUER_PID" 2>/dev/null || { log "bench/load/issuer.py exited:"; tail -5 "$OUT/logs/issuer.log" >&2; exit 1; }
+    (( SECONDS < deadline )) || { log "bench/load/issuer.py did not start in 60 s"; exit 1; }
+    sleep 0.1
+  done
+  JWT="$(cat "$OUT/data/jwt.token")"
+  log "stand-in authorization server on $ISSUER ($JWT_ALG, one token of ${#JWT} bytes)"
+  start cursos-jwt-json env HOST=127.0.0.1 PORT="$JWT_PORT" RUST_LOG=warn,mcp_cursos_backend=info \
+    SESSION_MODE=stateless DATABASE_PATH="$OUT/data/jwt.db" \
+    OAUTH_ISSUER="$ISSUER" OAUTH_RESOURCE="$JWT_RESOURCE" OAUTH_CATALOG_CLAIM=tenant "$BIN/mcp-cursos-backend"
+fi
+
 # mcp-cursos on PostgreSQL (JSON mode: reads and criar_curso), in a schema of its own of PG_URL's
 # database, seeded through criar_curso (the scale loader writes SQLite only). Skipped when
 # PostgreSQL is unreachable.
@@ -173,11 +208,16 @@ else
   PG_ENABLED=0
 fi
 
+# bearer_of TARGET: the Bearer credential a target's requests carry (none for the peers).
+bearer_of() {
+  case "$1" in cursos-jwt) echo "$JWT" ;; cursos*) echo "$API_KEY" ;; *) echo "" ;; esac
+}
+
 # post NAME SESSION BODY: one request as wrk sends it; prints "STATUS BODY".
 # (CURL_FILES: where the body and headers go, "$OUT/logs/curl" unless set, for calls in parallel.)
 post() {
   local name="$1" session="$2" body="$3" key=() files="${CURL_FILES:-$OUT/logs/curl}"
-  [[ "$name" == cursos* ]] && key=(-H "Authorization: Bearer $API_KEY")
+  [[ "$name" == cursos* ]] && key=(-H "Authorization: Bearer $(bearer_of "${name%-*}")")
   curl -sS -m 10 -o "$files.body" -D "$files.headers" -w '%{http_code}' "${key[@]}" \
     -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
     -H 'MCP-Protocol-Version: 2025-11-25' ${session:+-H "Mcp-Session-Id: $session"} \
@@ -210,7 +250,7 @@ open_sessions() {
 # close_sessions NAME ID...: DELETE each session (best effort: the TypeScript peer has no DELETE).
 close_sessions() {
   local name="$1" id key=(); shift
-  [[ "$name" == cursos* ]] && key=(-H "Authorization: Bearer $API_KEY")
+  [[ "$name" == cursos* ]] && key=(-H "Authorization: Bearer $(bearer_of "${name%-*}")")
   for id in "$@"; do
     curl -sS -m 10 -o /dev/null -X DELETE "${key[@]}" -H 'MCP-Protocol-Version: 2025-11-25' \
       -H "Mcp-Session-Id: $id" "${URL[$name]}" || true
@@ -225,7 +265,16 @@ for name in "${STATEFUL[@]}"; do
   SESSION[$name]="$(open_session "$name")" || exit 1
 done
 SESSION[cursos0-json]=""
-SESSION[cursos-json]=""; SESSION[axum-json]=""; SESSION[rmcp-json]=""; SESSION[ts-json]=""; SESSION[cursospg-json]=""
+SESSION[cursos-json]=""; SESSION[cursos-jwt-json]=""; SESSION[axum-json]=""; SESSION[rmcp-json]=""; SESSION[ts-json]=""; SESSION[cursospg-json]=""
+
+# The backend with OAuth has the issuer's keys once it answers a token (it fetches them at start).
+if [[ "$JWT_ENABLED" == 1 ]]; then
+  deadline=$((SECONDS + 60))
+  until [[ "$(post cursos-jwt-json "" '{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"cursos://catalogo"}}')" == 200*'"result"'* ]]; do
+    (( SECONDS < deadline )) || { log "cursos-jwt-json refuses the token after 60 s:"; tail -5 "$OUT/logs/cursos-jwt-json.log" >&2; exit 1; }
+    sleep 0.1
+  done
+fi
 
 # The course read by every server: mcp-cursos's first course, the peers' one course.
 PEER_URI="cursos://0b5c4f8e-6a63-4c51-9d7e-2f0b8f0c1a11"
@@ -246,11 +295,12 @@ fi
 
 # The cells: TARGET MODE OP (server: TARGET-json for json, TARGET-sse for sse and sse1).
 # Grouped by mode, the reads of the servers compared side by side next to each other.
-BASE_JSON=() BASE_SSE=() BASE_SSE1=() PG_CELLS=()
+BASE_JSON=() BASE_SSE=() BASE_SSE1=() PG_CELLS=() JWT_CELLS=()
 [[ -n "${BASELINE:-}" ]] && BASE_JSON=("cursos0 json read") BASE_SSE=("cursos0 sse read") BASE_SSE1=("cursos0 sse1 read")
 [[ "$PG_ENABLED" == 1 ]] && PG_CELLS=("cursospg json read" "cursospg json create")
+[[ "$JWT_ENABLED" == 1 ]] && JWT_CELLS=("cursos-jwt json read")
 CELLS=(
-  "cursos json read" "${BASE_JSON[@]}" "rmcp json read" "axum json read" "ts json read"
+  "cursos json read" "${JWT_CELLS[@]}" "${BASE_JSON[@]}" "rmcp json read" "axum json read" "ts json read"
   "cursos json page" "cursos json create" "${PG_CELLS[@]}"
   "cursos sse read" "${BASE_SSE[@]}" "rmcp sse read" "ts sse read" "cursos sse page" "cursos sse create"
   "cursos sse1 read" "${BASE_SSE1[@]}" "rmcp sse1 read" "ts sse1 read"
@@ -260,7 +310,7 @@ if [[ -n "${ONLY:-}" ]]; then
   (( ${#CELLS[@]} > 0 )) || { log "ONLY='$ONLY' matches no cell"; exit 1; }
 fi
 uri_of() {
-  case "$1" in cursos | cursos0) echo "$CURSOS_URI" ;; cursospg) echo "$PG_URI" ;; *) echo "$PEER_URI" ;; esac
+  case "$1" in cursos | cursos0 | cursos-jwt) echo "$CURSOS_URI" ;; cursospg) echo "$PG_URI" ;; *) echo "$PEER_URI" ;; esac
 }
 server_of() { # TARGET MODE
   case "$2" in json) echo "$1-json" ;; sse | sse1) echo "$1-sse" ;; *) log "unknown mode $2"; exit 1 ;; esac
@@ -312,7 +362,7 @@ run_cell() { # REP TARGET MODE OP CONNS
   local ticks_before; ticks_before="$(cpu_ticks "${PID[$name]}")"
   figures="$(BENCH_OP="$op" BENCH_URI="$(uri_of "$target")" BENCH_SESSION="${SESSION[$name]}" \
     BENCH_SESSIONS="${sessions[*]}" \
-    BENCH_KEY="$([[ "$target" == cursos* ]] && echo "$API_KEY")" BENCH_TAG="bench r$rep $mode c$conns $RANDOM" \
+    BENCH_KEY="$(bearer_of "$target")" BENCH_TAG="bench r$rep $mode c$conns $RANDOM" \
     timeout $((BENCH_SECONDS + 30)) "$WRK" -t "$threads" -c "$conns" -d "${BENCH_SECONDS}s" --timeout 5s \
     -s bench/load/mcp.lua "${URL[$name]}" | grep '^{"requests"')"
   local peak cpu; peak="$(vmhwm_kb "${PID[$name]}")"
@@ -326,9 +376,10 @@ run_cell() { # REP TARGET MODE OP CONNS
 WARM=(cursos-json cursos-sse axum-json rmcp-json rmcp-sse ts-json ts-sse)
 [[ -n "${BASELINE:-}" ]] && WARM+=(cursos0-json cursos0-sse)
 [[ "$PG_ENABLED" == 1 ]] && WARM+=(cursospg-json)
+[[ "$JWT_ENABLED" == 1 ]] && WARM+=(cursos-jwt-json)
 for name in "${WARM[@]}"; do
   BENCH_OP=read BENCH_URI="$(uri_of "${name%-*}")" BENCH_SESSION="${SESSION[$name]}" \
-    BENCH_KEY="$([[ "$name" == cursos* ]] && echo "$API_KEY")" \
+    BENCH_KEY="$(bearer_of "${name%-*}")" \
     "$WRK" -t 2 -c 10 -d 1s -s bench/load/mcp.lua "${URL[$name]}" >/dev/null
 done
 
@@ -360,6 +411,10 @@ for rep in $(seq 1 "$REPS"); do
     --spawns "$STDIO_SPAWNS" --requests "$STDIO_REQUESTS" | sed "s/^{/{\"rep\":$rep,/" >> "$OUT/stdio.jsonl"
 done
 echo "load_after=$(cut -d' ' -f1-3 /proc/loadavg)" >> "$OUT/machine.txt"
+if [[ "$JWT_ENABLED" == 1 ]]; then
+  # The JWKS fetches of the whole run (1 expected: at start or at the first token, then cached).
+  echo "jwt=$JWT_ALG token of ${#JWT} bytes, jwks_fetches:$(grep -c '^request GET /jwks ' "$OUT/logs/issuer.log" || true)" >> "$OUT/machine.txt"
+fi
 
 # Every acknowledged create must be in the catalog (in-flight ones at a cell's end may be too).
 for name in "${CREATING[@]}"; do

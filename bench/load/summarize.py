@@ -13,11 +13,12 @@ LABELS = {
     "cursos": "mcp-cursos",
     "cursospg": "mcp-cursos on PostgreSQL",
     "cursos0": "mcp-cursos, BASELINE binary",
+    "cursos-jwt": "mcp-cursos, a JWT instead of the key",
     "axum": "(a) bare axum",
     "rmcp": "(b) minimal rmcp",
     "ts": "(c) TypeScript SDK",
 }
-ORDER = ["cursos", "cursos0", "cursospg", "axum", "rmcp", "ts"]
+ORDER = ["cursos", "cursos-jwt", "cursos0", "cursospg", "axum", "rmcp", "ts"]
 OPS = {"read": "read `cursos://{uuid}`", "page": "catalog page", "create": "`criar_curso`"}
 MODES = {"json": "JSON", "sse": "SSE, a session per connection", "sse1": "SSE, one shared session (stress)"}
 
@@ -52,7 +53,7 @@ def main(folder: Path) -> None:
     loads = [float(cell["load"].split()[0]) for cell in cells]
     print(f"- 1-minute load at the start of the cells: median {statistics.median(loads):.2f}, "
           f"min {min(loads):.2f}, max {max(loads):.2f}")
-    for name in ["creates_json", "creates_sse", "creates_postgres_json"]:
+    for name in ["jwt", "creates_json", "creates_sse", "creates_postgres_json"]:
         if name in machine:
             print(f"- {name}: {machine[name]}")
     print()
@@ -156,6 +157,20 @@ def main(folder: Path) -> None:
             print(f"| (not a target) {MODES[mode]} read at {top} conns, this binary / BASELINE | "
                   f"{ours['rps']:,.0f} / {base['rps']:,.0f} = {ours['rps'] / base['rps']:.2f} "
                   f"(each repetition: {each}; their median {statistics.median(ratios):.2f}){against_b} | n/a |")
+    # Issue 23: reading with a JWT costs the server at most 10% more CPU per request than with a key.
+    for conns in sorted({conns for (target, _, _, conns) in summary if target == "cursos-jwt"}):
+        key_cells = {cell["rep"]: cell for cell in groups[("cursos", "json", "read", conns)]}
+        ratios = [cpu_per_request(cell) / cpu_per_request(key_cells[cell["rep"]])
+                  for cell in sorted(groups[("cursos-jwt", "json", "read", conns)], key=lambda cell: cell["rep"])
+                  if cell["rep"] in key_cells and "cpu_s" in cell and "cpu_s" in key_cells[cell["rep"]]]
+        jwt, key = summary[("cursos-jwt", "json", "read", conns)], summary.get(("cursos", "json", "read", conns))
+        if not ratios or not key or jwt["cpu"] is None or key["cpu"] is None:
+            continue
+        each = ", ".join(f"{value:.2f}" for value in ratios)
+        median = statistics.median(ratios)
+        row(f"JSON read at {conns} conns: CPU per request with a JWT ≤ 1.10 × with a key",
+            f"{jwt['cpu']:.1f} / {key['cpu']:.1f} µs = {jwt['cpu'] / key['cpu']:.2f} (each repetition: {each}; "
+            f"their median {median:.2f}); req/s {jwt['rps']:,.0f} / {key['rps']:,.0f}", median <= 1.10)
     bad = sum(cell["bad"] for cell in summary.values())
     row("no error", f"{bad} bad answers in all cells", bad == 0)
     spawn = stdio_summary.get("spawn_to_first_read")
