@@ -28,6 +28,8 @@ pub(crate) type Client = RunningService<RoleClient, ()>;
 /// libraries that command already built, nothing is compiled twice, and when they are up to date
 /// the build is a no-op. Built every run, never "if missing", so a test never runs a stale binary.
 pub(crate) fn binary(name: &str) -> PathBuf {
+    // Every test starts here before it sends HTTP: reqwest needs a TLS provider in a workspace build.
+    mcp_cursos_e2e::install_tls_provider();
     static PROFILE_DIR: OnceLock<PathBuf> = OnceLock::new();
     let profile_dir = PROFILE_DIR.get_or_init(|| {
         let test_binary = std::env::current_exe().expect("current exe");

@@ -237,6 +237,7 @@ pub async fn read_json<H: ClientHandler>(client: &RunningService<RoleClient, H>,
 /// When no HTTP answer comes.
 #[cfg(feature = "http")]
 pub async fn post(url: &str, headers: &[(&str, &str)], body: impl Into<reqwest::Body>) -> reqwest::Response {
+    install_tls_provider();
     let mut request = reqwest::Client::new()
         .post(url)
         .header("content-type", "application/json")
@@ -246,4 +247,16 @@ pub async fn post(url: &str, headers: &[(&str, &str)], body: impl Into<reqwest::
         request = request.header(*name, *value);
     }
     request.send().await.expect("HTTP request")
+}
+
+/// Installs rustls's `ring` provider as the process default, once: in a workspace build reqwest
+/// has the backend's `rustls-no-provider` feature (Cargo unifies features), and a client built
+/// without a provider panics. Every helper that starts a backend or sends HTTP calls this first.
+#[cfg(feature = "http")]
+pub fn install_tls_provider() {
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    INSTALLED.call_once(|| {
+        // Err: another provider was installed first, which serves as well.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
 }
