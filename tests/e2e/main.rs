@@ -2,6 +2,7 @@
 //! processes, on real SQLite files, over stdin/stdout and loopback HTTP, driven by the rmcp client
 //! and by plain HTTP requests. One test binary for all of them.
 
+mod at_write;
 mod cli_backend;
 mod cli_stdio;
 mod deployment;

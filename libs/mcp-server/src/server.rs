@@ -35,7 +35,7 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, prompt, prompt_rout
 
 use crate::access::archive::{self, AskedBy};
 use crate::access::caller::{Caller, caller_in, http_session_in};
-use crate::access::confirmation;
+use crate::access::confirmation::{self, AskedOf};
 use crate::access::{evidence, refusals};
 use crate::contract::prompt as prompts;
 use crate::contract::wire::{
@@ -135,6 +135,23 @@ impl CursosServer {
             evidence = evidence.with_approval(approval);
         }
         Provenance::new(caller.name(), tool, arguments).with_evidence(evidence)
+    }
+
+    /// Archives through `asked_by` (the tool's or the app's path), asked of this request's caller
+    /// in this request's session, with authority asked again at write time (ADR 0044).
+    async fn archive(
+        &self,
+        context: &RequestContext<RoleServer>,
+        raw_arguments: &JsonObject,
+        request: (courses_domain::CourseId, Option<u64>),
+        asked_by: AskedBy<'_>,
+    ) -> CallToolResponse {
+        let caller = self.caller_of(context);
+        let session = http_session_in(&context.extensions);
+        let asked = AskedOf { caller: &caller, session: session.as_deref() };
+        let provenance = |tool, receipt| self.provenance(context, tool, raw_arguments, Some(receipt));
+        let catalog = self.catalog_of(context);
+        archive::archive(&catalog, asked, &self.state.confirmations, request, asked_by, &self.state, provenance).await
     }
 
     /// The hash of what `caller` is offered now: the same lists `tools/list`, `prompts/list`,
@@ -271,10 +288,7 @@ impl CursosServer {
         };
         let answer = confirmation::Answer { responses, request_state };
         let asked_by = AskedBy::Client { options: &self.state.options, answer, context: &context };
-        let caller = self.caller_of(&context);
-        let provenance = |tool, receipt| self.provenance(&context, tool, &raw_arguments, Some(receipt));
-        archive::archive(&self.catalog_of(&context), &caller, &self.state.confirmations, request, asked_by, provenance)
-            .await
+        self.archive(&context, &raw_arguments, request, asked_by).await
     }
 
     /// Lista os cursos ativos, mais antigos primeiro, até 100 por página: o mesmo JSON do recurso cursos://catalogo.
@@ -355,11 +369,7 @@ impl CursosServer {
             Err(errors) => return outcomes::refused(&errors.message()).into(),
         };
         let asked_by = AskedBy::App { answer: request.answer };
-        let caller = self.caller_of(&context);
-        let provenance = |tool, receipt| self.provenance(&context, tool, &raw_arguments, Some(receipt));
-        let request = (request.id, request.expected_version);
-        archive::archive(&self.catalog_of(&context), &caller, &self.state.confirmations, request, asked_by, provenance)
-            .await
+        self.archive(&context, &raw_arguments, (request.id, request.expected_version), asked_by).await
     }
 }
 

@@ -218,3 +218,13 @@ impl ServerState {
         self.catalogs.scoped(caller.catalog())
     }
 }
+
+impl crate::access::archive::AtWrite for ServerState {
+    fn standing(&self, caller: &Caller) -> Standing {
+        Self::standing(self, caller)
+    }
+
+    fn policy(&self, caller: &Caller) -> crate::access::policy::CatalogPolicy {
+        Self::policy(self).for_catalog(caller.catalog().as_str())
+    }
+}

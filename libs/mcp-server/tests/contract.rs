@@ -1408,6 +1408,8 @@ async fn streams_and_subscriptions_beyond_the_caller_and_process_caps_are_refuse
 
 #[path = "contract/apps.rs"]
 mod apps;
+#[path = "contract/at_write.rs"]
+mod at_write;
 #[path = "contract/evidence.rs"]
 mod evidence;
 #[path = "contract/policy.rs"]

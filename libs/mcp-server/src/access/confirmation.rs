@@ -9,16 +9,19 @@
 //!
 //! An answer counts only when it answers a question this server asked (ADR 0027): on 2026-07-28
 //! the retry must carry a `requestState` sealed by [`ConfirmationSeal`] (HMAC-SHA-256, bound to
-//! the caller and the course, valid for [`ANSWER_TIMEOUT`]); an answer without one, or with a
-//! forged, expired or someone else's, is ignored, as if none had been sent. And a confirmation
-//! covers the version the user was shown: [`Confirmation::Confirmed`] carries it, and the
-//! archiving is refused if the course changed in between.
+//! who was asked ([`AskedOf`]: the credential's principal, its catalog and the HTTP session, if
+//! any) and the course, valid for [`ANSWER_TIMEOUT`]); an answer without one, or with a forged,
+//! expired or someone else's, is ignored, as if none had been sent. A question is answered once
+//! ([`crate::access::spent`], ADR 0044): declined or cancelled, it cannot later be answered yes.
+//! And a confirmation covers the version the user was shown: [`Confirmation::Confirmed`] carries
+//! it, and the archiving is refused if the course changed in between.
 //!
 //! Confirmation protects the user from a model's mistake; it is not authorization (the caller's
 //! scope is, checked before any tool runs). A client may answer "accept" without asking anyone,
 //! as it may call the tool at all: the server trusts the client to show the question (ADR 0017).
 
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use courses_domain::{ApprovalReceipt, Course, OffsetDateTime};
 use rmcp::model::{
@@ -29,6 +32,8 @@ use rmcp::service::{ElicitationError, ElicitationMode, RequestContext};
 use rmcp::{RoleServer, schemars};
 use serde::Deserialize;
 
+use crate::access::caller::Caller;
+use crate::access::spent::{NotSpent, SpentAnswers};
 use crate::contract::ui;
 use crate::options::{ServerOptions, UnconfirmedArchive};
 
@@ -54,7 +59,27 @@ rmcp::elicit_safe!(ArchiveConfirmation);
 /// Without a secret (the system gave no randomness) no question can be asked on 2026-07-28:
 /// such clients are treated as unable to confirm (fail closed).
 #[derive(Clone)]
-pub(crate) struct ConfirmationSeal(Option<RequestStateCodec>);
+pub(crate) struct ConfirmationSeal {
+    codec: Option<RequestStateCodec>,
+    spent: Arc<SpentAnswers>,
+}
+
+/// Who a question was asked of: an answer counts only from the same credential holder, in the
+/// same catalog, through the same HTTP session (when the question was asked in one).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct AskedOf<'a> {
+    /// The caller as authenticated for the request that asked.
+    pub(crate) caller: &'a Caller,
+    /// The `Mcp-Session-Id` of that request, if any.
+    pub(crate) session: Option<&'a str>,
+}
+
+/// A sealed question, opened: the version it showed and its nonce (spent by its answer).
+#[derive(Debug, PartialEq, Eq)]
+struct Opened {
+    version: u64,
+    nonce: String,
+}
 
 impl std::fmt::Debug for ConfirmationSeal {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -80,10 +105,10 @@ impl ConfirmationSeal {
             .map_err(|error| error.to_string())
             .and_then(|()| RequestStateCodec::try_new(secret.to_vec()).map_err(|error| error.to_string()));
         match codec {
-            Ok(codec) => Self(Some(codec)),
+            Ok(codec) => Self::of(Some(codec)),
             Err(error) => {
                 tracing::error!(%error, "no confirmation secret: 2026-07-28 clients cannot confirm an archiving");
-                Self(None)
+                Self::of(None)
             }
         }
     }
@@ -93,33 +118,71 @@ impl ConfirmationSeal {
     /// # Errors
     /// [`ConfirmationSecretTooShort`] below 32 bytes.
     pub(crate) fn with_secret(secret: &[u8]) -> Result<Self, ConfirmationSecretTooShort> {
-        RequestStateCodec::try_new(secret.to_vec()).map(|codec| Self(Some(codec))).map_err(|_| {
+        RequestStateCodec::try_new(secret.to_vec()).map(|codec| Self::of(Some(codec))).map_err(|_| {
             ConfirmationSecretTooShort { minimum: RequestStateCodec::MIN_KEY_LENGTH, actual: secret.len() }
         })
     }
 
-    /// The state of a question about archiving `course` as shown, asked of `caller` through `tool`.
-    fn seal(&self, tool: &str, caller: &str, course: &Course) -> Option<String> {
-        let codec = self.0.as_ref()?;
-        let bound = bound_to(tool, caller, course);
-        let options = SealOptions::new().associated_data(&bound).ttl(ANSWER_TIMEOUT);
-        Some(codec.seal_with(course.version().to_string().as_bytes(), &options))
+    fn of(codec: Option<RequestStateCodec>) -> Self {
+        Self { codec, spent: Arc::new(SpentAnswers::new(ANSWER_TIMEOUT)) }
     }
 
-    /// The version of `course` the user was shown, if `state` is a question this server asked
-    /// `caller` about this course through `tool`, unexpired.
-    fn open(&self, tool: &str, caller: &str, course: &Course, state: &str) -> Option<u64> {
-        let opened = self.0.as_ref()?.open_with(state, &bound_to(tool, caller, course)).ok()?;
-        std::str::from_utf8(&opened).ok()?.parse().ok()
+    /// The state of a question about archiving `course` as shown, asked of `asked` through
+    /// `tool`: the version shown and a fresh nonce, sealed.
+    fn seal(&self, tool: &str, asked: AskedOf<'_>, course: &Course) -> Option<String> {
+        let codec = self.codec.as_ref()?;
+        let mut nonce = [0_u8; 16];
+        if let Err(error) = getrandom::fill(&mut nonce) {
+            tracing::error!(%error, "no randomness for a confirmation question: none is asked");
+            return None;
+        }
+        let nonce: String = nonce.iter().map(|byte| format!("{byte:02x}")).collect();
+        let bound = bound_to(tool, asked, course);
+        let options = SealOptions::new().associated_data(&bound).ttl(ANSWER_TIMEOUT);
+        Some(codec.seal_with(format!("{}:{nonce}", course.version()).as_bytes(), &options))
+    }
+
+    /// The version of `course` the user was shown and the question's nonce, if `state` is a
+    /// question this server asked `asked` about this course through `tool`, unexpired.
+    fn open(&self, tool: &str, asked: AskedOf<'_>, course: &Course, state: &str) -> Option<Opened> {
+        let opened = self.codec.as_ref()?.open_with(state, &bound_to(tool, asked, course)).ok()?;
+        let (version, nonce) = std::str::from_utf8(&opened).ok()?.split_once(':')?;
+        Some(Opened { version: version.parse().ok()?, nonce: nonce.to_owned() })
+    }
+
+    /// Spends the opened question: `Err` with the refusal (Portuguese) when it was answered
+    /// before (or no answer can be remembered now).
+    fn spend(&self, opened: &Opened, course: &Course) -> Result<(), String> {
+        self.spent.spend(&opened.nonce, Instant::now()).map_err(|not_spent| {
+            let title = crate::contract::wire::quoted(course.title().as_str());
+            tracing::info!(course = %course.id(), ?not_spent, "an archiving answer to a question already answered was refused");
+            match not_spent {
+                NotSpent::AlreadyAnswered => format!(
+                    "Esta pergunta sobre arquivar o curso {title} já foi respondida (uma resposta recusada ou \
+                     cancelada não pode virar sim depois); nada foi alterado. Peça a pergunta de novo."
+                ),
+                NotSpent::Full => format!(
+                    "O servidor não pode registrar mais respostas de confirmação agora; o curso {title} não foi \
+                     arquivado e nada foi alterado. Tente de novo em alguns minutos."
+                ),
+            }
+        })
     }
 }
 
-/// What a sealed question is bound to: the tool, the caller and the course (not its version,
-/// which is the sealed payload: a renamed course still opens the state, then fails the version).
-/// The tool keeps the two paths apart: a question the app asked cannot answer the tool's, nor
-/// the reverse.
-fn bound_to(tool: &str, caller: &str, course: &Course) -> Vec<u8> {
-    format!("{tool}\u{0}{caller}\u{0}{}", course.id()).into_bytes()
+/// What a sealed question is bound to: the tool, who was asked (principal, catalog, session)
+/// and the course (not its version, which is in the sealed payload: a renamed course still opens
+/// the state, then fails the version). The tool keeps the two paths apart: a question the app
+/// asked cannot answer the tool's, nor the reverse.
+fn bound_to(tool: &str, asked: AskedOf<'_>, course: &Course) -> Vec<u8> {
+    format!(
+        "{tool}\u{0}{}\u{0}{}\u{0}{}\u{0}{}",
+        asked.caller.principal().as_str(),
+        asked.caller.catalog(),
+        asked.session.unwrap_or(""),
+        course.id()
+    )
+    .into_bytes()
 }
 
 /// The tool whose 2026-07-28 questions [`confirm_archive`] seals.
@@ -175,7 +238,7 @@ pub(crate) struct Answer {
 pub(crate) async fn confirm_archive(
     options: &ServerOptions,
     seal: &ConfirmationSeal,
-    caller: &str,
+    asked: AskedOf<'_>,
     course: &Course,
     answer: Answer,
     context: &RequestContext<RoleServer>,
@@ -183,10 +246,14 @@ pub(crate) async fn confirm_archive(
     let modern = context.protocol_version().is_some_and(|version| version >= ProtocolVersion::V_2026_07_28);
     if modern {
         if let Some(response) = answer.responses.as_ref().and_then(|responses| responses.get(INPUT_KEY)) {
-            let shown =
-                answer.request_state.as_deref().and_then(|state| seal.open(ARCHIVE_TOOL, caller, course, state));
+            let shown = answer.request_state.as_deref().and_then(|state| seal.open(ARCHIVE_TOOL, asked, course, state));
             match shown {
-                Some(version) => return read_answer(response, course, version),
+                Some(opened) => {
+                    if let Err(refused) = seal.spend(&opened, course) {
+                        return Confirmation::Refused(refused);
+                    }
+                    return read_answer(response, course, opened.version);
+                }
                 // Not an answer to a question this server asked (no state, forged, expired, for
                 // another caller or course): ignored, as if the client had sent none.
                 None => tracing::info!(
@@ -197,7 +264,7 @@ pub(crate) async fn confirm_archive(
         }
         let can_ask = context.client_capabilities().is_some_and(|capabilities| capabilities.elicitation.is_some());
         if can_ask {
-            return match ask_modern(seal, caller, course) {
+            return match ask_modern(seal, asked, course) {
                 Some(input_required) => Confirmation::Ask(input_required),
                 None => cannot_confirm(options, course),
             };
@@ -249,7 +316,7 @@ fn accepted(result: &ElicitResult) -> bool {
             == Some(true)
 }
 
-fn ask_modern(seal: &ConfirmationSeal, caller: &str, course: &Course) -> Option<InputRequiredResult> {
+fn ask_modern(seal: &ConfirmationSeal, asked: AskedOf<'_>, course: &Course) -> Option<InputRequiredResult> {
     let schema = match ElicitationSchema::from_type::<ArchiveConfirmation>() {
         Ok(schema) => schema,
         Err(error) => {
@@ -268,14 +335,18 @@ fn ask_modern(seal: &ConfirmationSeal, caller: &str, course: &Course) -> Option<
     );
     // The retry carries the arguments again and is checked again from scratch; the sealed state
     // proves the question was asked here, of this caller, and names the version it showed.
-    Some(InputRequiredResult::new(Some(requests), Some(seal.seal(ARCHIVE_TOOL, caller, course)?)))
+    Some(InputRequiredResult::new(Some(requests), Some(seal.seal(ARCHIVE_TOOL, asked, course)?)))
 }
 
 /// The question the app shows its user before archiving `course` (ADR 0039): the same words as
 /// the tool's, and the sealed state the app sends back with the answer. `None` when no question
 /// can be sealed (no secret): the app then cannot archive (fail closed).
-pub(crate) fn interface_question(seal: &ConfirmationSeal, caller: &str, course: &Course) -> Option<(String, String)> {
-    Some((question(course), seal.seal(ui::ARCHIVE_TOOL, caller, course)?))
+pub(crate) fn interface_question(
+    seal: &ConfirmationSeal,
+    asked: AskedOf<'_>,
+    course: &Course,
+) -> Option<(String, String)> {
+    Some((question(course), seal.seal(ui::ARCHIVE_TOOL, asked, course)?))
 }
 
 /// The user's answer to a question the app showed (ADR 0039). It counts only with the state this
@@ -283,22 +354,26 @@ pub(crate) fn interface_question(seal: &ConfirmationSeal, caller: &str, course: 
 /// covers the version that question showed. Anything else archives nothing.
 pub(crate) fn interface_answer(
     seal: &ConfirmationSeal,
-    caller: &str,
+    asked: AskedOf<'_>,
     course: &Course,
     state: &str,
     confirmed: bool,
 ) -> Confirmation {
-    let Some(version) = seal.open(ui::ARCHIVE_TOOL, caller, course, state) else {
+    let Some(opened) = seal.open(ui::ARCHIVE_TOOL, asked, course, state) else {
         tracing::info!(course = %course.id(), "an archiving answer from the app without a valid question was refused");
         return Confirmation::Refused(format!(
-            "A confirmação não responde a uma pergunta deste servidor sobre o curso {} (ou a pergunta expirou);              nada foi alterado. Peça a pergunta de novo.",
+            "A confirmação não responde a uma pergunta deste servidor sobre o curso {} feita a esta credencial \
+             nesta sessão (ou a pergunta expirou); nada foi alterado. Peça a pergunta de novo.",
             crate::contract::wire::quoted(course.title().as_str())
         ));
     };
+    if let Err(refused) = seal.spend(&opened, course) {
+        return Confirmation::Refused(refused);
+    }
     if !confirmed {
         return not_confirmed(course);
     }
-    go_ahead(course, version, &serde_json::json!({"interface": ui::APP_URI, "confirmar": true}))
+    go_ahead(course, opened.version, &serde_json::json!({"interface": ui::APP_URI, "confirmar": true}))
 }
 
 fn cannot_confirm(options: &ServerOptions, course: &Course) -> Confirmation {
@@ -330,34 +405,74 @@ mod tests {
         Course::create(new_course, OffsetDateTime::now_utc())
     }
 
+    fn asked(caller: &Caller) -> AskedOf<'_> {
+        AskedOf { caller, session: Some("s1") }
+    }
+
+    fn version(opened: Option<Opened>) -> Option<u64> {
+        opened.map(|opened| opened.version)
+    }
+
     #[test]
-    fn a_sealed_question_opens_to_the_version_shown_for_the_same_caller_and_course_only() {
+    fn a_sealed_question_opens_to_the_version_shown_for_the_same_principal_catalog_session_and_course_only() {
+        use crate::access::caller::{Principal, Scope};
         let seal = ConfirmationSeal::random();
         let rust = course("Rust");
-        let state = seal.seal(ARCHIVE_TOOL, "ana", &rust).expect("sealed");
-        assert_eq!(seal.open(ARCHIVE_TOOL, "ana", &rust, &state), Some(rust.version()));
-        assert_eq!(seal.open(ARCHIVE_TOOL, "bruno", &rust, &state), None, "another caller");
-        assert_eq!(seal.open(ARCHIVE_TOOL, "ana", &course("Go"), &state), None, "another course");
-        assert_eq!(seal.open(ui::ARCHIVE_TOOL, "ana", &rust, &state), None, "the app's path");
+        let ana = Caller::new("ana", Scope::Write);
+        let state = seal.seal(ARCHIVE_TOOL, asked(&ana), &rust).expect("sealed");
+        assert_eq!(version(seal.open(ARCHIVE_TOOL, asked(&ana), &rust, &state)), Some(rust.version()));
+        let bruno = Caller::new("bruno", Scope::Write);
+        assert_eq!(seal.open(ARCHIVE_TOOL, asked(&bruno), &rust, &state), None, "another caller");
+        let other_holder = Caller::new("ana", Scope::Write).with_principal(Principal::new("token:x"));
+        assert_eq!(seal.open(ARCHIVE_TOOL, asked(&other_holder), &rust, &state), None, "another principal");
+        let moved =
+            Caller::new("ana", Scope::Write).in_catalog(courses_domain::CatalogName::parse("outro").expect("name"));
+        assert_eq!(seal.open(ARCHIVE_TOOL, asked(&moved), &rust, &state), None, "another catalog");
+        let elsewhere = AskedOf { caller: &ana, session: Some("s2") };
+        assert_eq!(seal.open(ARCHIVE_TOOL, elsewhere, &rust, &state), None, "another session");
+        let sessionless = AskedOf { caller: &ana, session: None };
+        assert_eq!(seal.open(ARCHIVE_TOOL, sessionless, &rust, &state), None, "no session");
+        assert_eq!(seal.open(ARCHIVE_TOOL, asked(&ana), &course("Go"), &state), None, "another course");
+        assert_eq!(seal.open(ui::ARCHIVE_TOOL, asked(&ana), &rust, &state), None, "the app's path");
         assert_eq!(
-            ConfirmationSeal::random().open(ARCHIVE_TOOL, "ana", &rust, &state),
+            ConfirmationSeal::random().open(ARCHIVE_TOOL, asked(&ana), &rust, &state),
             None,
             "another process's secret"
         );
         let mut tampered = state;
         tampered.push('A');
-        assert_eq!(seal.open(ARCHIVE_TOOL, "ana", &rust, &tampered), None, "tampered");
-        assert_eq!(seal.open(ARCHIVE_TOOL, "ana", &rust, &format!("arquivar:{}", rust.id())), None, "forged");
+        assert_eq!(seal.open(ARCHIVE_TOOL, asked(&ana), &rust, &tampered), None, "tampered");
+        let forged = format!("arquivar:{}", rust.id());
+        assert_eq!(seal.open(ARCHIVE_TOOL, asked(&ana), &rust, &forged), None, "forged");
+    }
+
+    #[test]
+    fn an_app_question_answered_no_cannot_be_answered_yes_after() {
+        use crate::access::caller::Scope;
+        let seal = ConfirmationSeal::random();
+        let rust = course("Rust");
+        let ana = Caller::new("ana", Scope::Write);
+        let (_, state) = interface_question(&seal, asked(&ana), &rust).expect("a question");
+        assert!(matches!(interface_answer(&seal, asked(&ana), &rust, &state, false), Confirmation::Refused(_)));
+        match interface_answer(&seal, asked(&ana), &rust, &state, true) {
+            Confirmation::Refused(message) => assert!(message.contains("já foi respondida"), "{message}"),
+            other => panic!("a declined question answered yes: {other:?}"),
+        }
+        let (_, fresh) = interface_question(&seal, asked(&ana), &rust).expect("a question");
+        assert_ne!(fresh, state, "each question has its own nonce");
+        assert!(matches!(interface_answer(&seal, asked(&ana), &rust, &fresh, true), Confirmation::Confirmed { .. }));
     }
 
     #[test]
     fn replicas_given_the_same_secret_open_each_others_questions_and_short_secrets_are_refused() {
+        use crate::access::caller::Scope;
         let secret = [7_u8; 32];
         let first = ConfirmationSeal::with_secret(&secret).expect("secret");
         let second = ConfirmationSeal::with_secret(&secret).expect("secret");
         let rust = course("Rust");
-        let state = first.seal(ARCHIVE_TOOL, "ana", &rust).expect("sealed");
-        assert_eq!(second.open(ARCHIVE_TOOL, "ana", &rust, &state), Some(rust.version()));
+        let ana = Caller::new("ana", Scope::Write);
+        let state = first.seal(ARCHIVE_TOOL, asked(&ana), &rust).expect("sealed");
+        assert_eq!(version(second.open(ARCHIVE_TOOL, asked(&ana), &rust, &state)), Some(rust.version()));
         assert_eq!(
             ConfirmationSeal::with_secret(&[7_u8; 31]).err(),
             Some(ConfirmationSecretTooShort { minimum: 32, actual: 31 })

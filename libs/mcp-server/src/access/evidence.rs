@@ -11,7 +11,7 @@
 
 use courses_domain::Evidence;
 use rmcp::RoleServer;
-use rmcp::model::{Prompt, Resource, ResourceTemplate, Tool};
+use rmcp::model::{Prompt, ProtocolVersion, Resource, ResourceTemplate, Tool};
 use rmcp::service::RequestContext;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -74,16 +74,37 @@ fn write_canonical(value: &Value, out: &mut String) {
     }
 }
 
+/// The `_meta` key of the client a 2026-07-28 request declares.
+const CLIENT_INFO_META: &str = "io.modelcontextprotocol/clientInfo";
+
 /// The evidence of a write asked for by this request, offered the surface `surface_hash`.
 pub(crate) fn of_request(context: &RequestContext<RoleServer>, surface_hash: String) -> Evidence {
-    let client = context.client_info();
-    let declared = |text: &str| (!text.is_empty()).then(|| text.to_owned());
-    Evidence::new(
-        context.protocol_version().map(|version| version.as_str().to_owned()),
-        client.as_ref().and_then(|client| declared(&client.name)),
-        client.as_ref().and_then(|client| declared(&client.version)),
-        surface_hash,
-    )
+    let modern = context.protocol_version().is_some_and(|version| version >= ProtocolVersion::V_2026_07_28);
+    let (name, version) = if modern {
+        // The request's own `_meta`, read as sent: rmcp's typed view needs both fields and
+        // otherwise falls back to an implementation of its own (the SDK's name, issue 23).
+        declared_client(context.meta.get(CLIENT_INFO_META))
+    } else {
+        // The session's `initialize`, whose `clientInfo` the SDK required whole.
+        let info = context.peer.peer_info();
+        let client = info.as_ref().map(|info| &info.client_info);
+        let declared = |text: &str| (!text.is_empty()).then(|| text.to_owned());
+        (client.and_then(|client| declared(&client.name)), client.and_then(|client| declared(&client.version)))
+    };
+    Evidence::new(context.protocol_version().map(|version| version.as_str().to_owned()), name, version, surface_hash)
+}
+
+/// The client's name and version as `client_info` declares them: each only if it is a
+/// non-empty string, else not declared (`None`); never filled in.
+fn declared_client(client_info: Option<&Value>) -> (Option<String>, Option<String>) {
+    let field = |key: &str| {
+        client_info
+            .and_then(|info| info.get(key))
+            .and_then(Value::as_str)
+            .filter(|text| !text.is_empty())
+            .map(str::to_owned)
+    };
+    (field("name"), field("version"))
 }
 
 #[cfg(test)]
@@ -96,6 +117,19 @@ mod tests {
         let mut text = String::new();
         write_canonical(&value, &mut text);
         assert_eq!(text, r#"{"a":null,"b":[{"a":"x\"y","z":1},2]}"#);
+    }
+
+    #[test]
+    fn a_client_is_recorded_as_declared_and_what_it_did_not_declare_as_not_declared() {
+        let some = |text: &str| Some(text.to_owned());
+        let info = serde_json::json!({"name": "meu-cliente", "version": "1.2"});
+        assert_eq!(declared_client(Some(&info)), (some("meu-cliente"), some("1.2")));
+        assert_eq!(declared_client(Some(&serde_json::json!({"name": "só-nome"}))), (some("só-nome"), None));
+        assert_eq!(declared_client(Some(&serde_json::json!({"version": "2"}))), (None, some("2")));
+        assert_eq!(declared_client(Some(&serde_json::json!({"name": "", "version": 3}))), (None, None));
+        assert_eq!(declared_client(Some(&serde_json::json!({}))), (None, None));
+        assert_eq!(declared_client(Some(&serde_json::json!("rmcp"))), (None, None));
+        assert_eq!(declared_client(None), (None, None));
     }
 
     #[test]

@@ -10,3 +10,4 @@ pub(crate) mod confirmation;
 pub(crate) mod evidence;
 pub(crate) mod policy;
 pub(crate) mod refusals;
+pub(crate) mod spent;

@@ -223,13 +223,17 @@ async fn archiving_through_the_app_needs_the_question_this_server_asked_and_cove
             "vão juntos",
         );
         assert_refused(&answer(&state, false).await, "não confirmou o arquivamento");
+        // A question answered no cannot be answered yes after (issue 23, ADR 0044).
+        assert_refused(&answer(&state, true).await, "já foi respondida");
         assert_eq!(harness.read(&uri).await, course, "{era:?}: nothing archived yet");
 
         // A change after the question was shown: the answer no longer covers the course.
+        let asked = call_as(&host, "interface_arquivar_curso", json!({"id": id})).await;
+        let state = asked.structured_content.expect("question")["estadoPergunta"].as_str().expect("state").to_owned();
         let renamed = call_as(&host, "atualizar_curso", json!({"id": id, "titulo": "Rust 2"})).await;
         assert_eq!(renamed.is_error, Some(false));
         let stale = answer(&state, true).await;
-        assert_eq!(stale.is_error, Some(true), "{era:?}: {stale:?}");
+        assert_refused(&stale, "mudou depois que o usuário confirmou");
         assert_eq!(harness.read(&uri).await["arquivado"], false);
 
         // Asked again, confirmed: archived, with the question and answer in the history.
