@@ -115,7 +115,7 @@ fn input_schema<T: rmcp::schemars::JsonSchema + 'static>() -> Arc<JsonObject> {
 }
 
 fn output_schema<T: rmcp::schemars::JsonSchema + 'static>() -> Arc<JsonObject> {
-    wire::portable_schema(&schema_for_output::<T>())
+    wire::portable_output_schema(&schema_for_output::<T>())
 }
 
 impl CursosServer {

@@ -1412,6 +1412,8 @@ mod apps;
 mod at_write;
 #[path = "contract/evidence.rs"]
 mod evidence;
+#[path = "contract/output_schemas.rs"]
+mod output_schemas;
 #[path = "contract/policy.rs"]
 mod policy;
 #[path = "contract/standing.rs"]

@@ -236,20 +236,33 @@ impl HistoryEntryJson {
     }
 }
 
-/// A schema that every host's validator reads the same way: drops schemars' Rust-specific integer
-/// formats (`uint16`, `int64`, ...; unknown formats make some validators warn) and turns nullable
-/// type arrays (`["string", "null"]`) into the plain type, since some hosts (Gemini's OpenAPI
-/// subset) cannot read type arrays. The server still accepts `null` for optional fields.
+/// An input schema that every host's validator reads the same way: drops schemars' Rust-specific
+/// integer formats (`uint16`, `int64`, ...; unknown formats make some validators warn) and turns
+/// nullable type arrays (`["string", "null"]`) into the plain type, since some hosts (Gemini's
+/// OpenAPI subset) cannot read type arrays. The server still accepts `null` for optional fields.
 #[must_use]
 pub fn portable_schema(schema: &JsonObject) -> Arc<JsonObject> {
-    fn clean(value: &mut Value) {
+    cleaned(schema, true)
+}
+
+/// An output schema with the same integer formats dropped, and its nullable types kept: the
+/// clients validate structured results against it (the official TypeScript and Python SDKs
+/// refuse a result that breaks it), and a field that is `null` on the wire (`proximaPagina` on
+/// the last page) must be allowed to be (issue 24, item 11).
+#[must_use]
+pub fn portable_output_schema(schema: &JsonObject) -> Arc<JsonObject> {
+    cleaned(schema, false)
+}
+
+fn cleaned(schema: &JsonObject, flatten_nullable: bool) -> Arc<JsonObject> {
+    fn clean(value: &mut Value, flatten_nullable: bool) {
         match value {
             Value::Object(object) => {
                 if object.get("format").and_then(Value::as_str).is_some_and(|format| RUST_INT_FORMATS.contains(&format))
                 {
                     object.remove("format");
                 }
-                if let Some(Value::Array(types)) = object.get("type") {
+                if flatten_nullable && let Some(Value::Array(types)) = object.get("type") {
                     let non_null: Vec<Value> =
                         types.iter().filter(|kind| kind.as_str() != Some("null")).cloned().collect();
                     if let [only] = non_null.as_slice() {
@@ -257,16 +270,16 @@ pub fn portable_schema(schema: &JsonObject) -> Arc<JsonObject> {
                         object.insert("type".to_owned(), only);
                     }
                 }
-                object.values_mut().for_each(clean);
+                object.values_mut().for_each(|value| clean(value, flatten_nullable));
             }
-            Value::Array(items) => items.iter_mut().for_each(clean),
+            Value::Array(items) => items.iter_mut().for_each(|value| clean(value, flatten_nullable)),
             _ => {}
         }
     }
     const RUST_INT_FORMATS: [&str; 10] =
         ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "uint", "int"];
     let mut value = Value::Object(schema.clone());
-    clean(&mut value);
+    clean(&mut value, flatten_nullable);
     match value {
         Value::Object(object) => Arc::new(object),
         _ => Arc::new(schema.clone()),
