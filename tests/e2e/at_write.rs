@@ -85,7 +85,7 @@ async fn deploy() -> Deployment {
     let (folder, database) = fresh_database();
     let keys_file = folder.path().join("chaves");
     let policy_file = folder.path().join("politica");
-    std::fs::write(&policy_file, "").expect("an empty policy: everything on");
+    std::fs::write(&policy_file, "# tudo ativo\n").expect("a policy of no rules: everything on");
     let key = new_key(&keys_file, &["--name", "ana", "--scope", "escrita"]);
     let other = new_key(&keys_file, &["--name", "bruno", "--scope", "escrita"]);
     let elsewhere = new_key(&keys_file, &["--name", "carla", "--scope", "escrita", "--catalog", "outro"]);
@@ -148,7 +148,7 @@ async fn the_policy_switched_while_a_confirmation_waits_archives_nothing_and_say
         let said = text(&refused);
         assert!(said.contains(says) && said.contains("enquanto a confirmação esperava; nada foi alterado"), "{said}");
         let _ = client.cancel().await;
-        std::fs::write(&deployment.policy_file, "").expect("everything on again");
+        std::fs::write(&deployment.policy_file, "# tudo ativo\n").expect("everything on again");
         assert_eq!(deployment.course_now().await["arquivado"], false, "{policy}: not archived");
         let logs = deployment.backend.stderr.all();
         assert!(logs.contains("an archiving was refused at write time"), "{logs}");

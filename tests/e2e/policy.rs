@@ -103,6 +103,58 @@ fn a_backend_with_an_invalid_policy_file_does_not_start_and_names_the_setting_an
     assert!(!database.exists(), "refused before the database was created");
 }
 
+/// Issue 24, item 9: a FIFO as `POLICY_FILE` is refused at start without blocking, as is an empty
+/// file (which a reread treats as being written: one meaning); a FIFO put in place of the file
+/// while the backend runs keeps the policy in force, and SIGTERM still stops the backend.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fifo_or_an_empty_policy_file_is_refused_and_never_blocks_the_server() {
+    let (folder, database) = fresh_database();
+    let policy_file = folder.path().join("politica");
+    let mkfifo = |path: &Path| {
+        let status = std::process::Command::new("mkfifo").arg(path).status().expect("mkfifo");
+        assert!(status.success(), "mkfifo");
+    };
+    mkfifo(&policy_file);
+    let start = |policy_file: &Path| {
+        run_to_end(
+            std::process::Command::new(binary("mcp-cursos-backend"))
+                .env_clear()
+                .env("API_KEY", "chave-de-teste-longa-o-bastante")
+                .env("PORT", "0")
+                .env("DATABASE_PATH", &database)
+                .env("POLICY_FILE", policy_file),
+        )
+    };
+    for (what, says) in [("a FIFO", "not a regular file"), ("an empty file", "the file is empty")] {
+        if what == "an empty file" {
+            std::fs::remove_file(&policy_file).expect("remove the FIFO");
+            std::fs::write(&policy_file, "").expect("empty");
+        }
+        let output = start(&policy_file);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{what}: {stderr}");
+        assert!(stderr.contains(&format!("invalid POLICY_FILE={}", policy_file.display())), "{what}: {stderr}");
+        assert!(stderr.contains(says), "{what}: {stderr}");
+    }
+
+    std::fs::write(&policy_file, "desativar ferramenta criar_curso\n").expect("write");
+    let setting = policy_file.to_str().expect("UTF-8 path");
+    let backend =
+        start_backend_with(&database, Some("chave-de-teste-longa-o-bastante"), &[("POLICY_FILE", setting)]).await;
+    std::fs::remove_file(&policy_file).expect("remove");
+    mkfifo(&policy_file);
+    let started = std::time::Instant::now();
+    while !backend.stderr.all().contains("not a regular file") {
+        assert!(started.elapsed() < PATIENCE, "the FIFO was never reported:\n{}", backend.stderr.all());
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let client = backend.client(Era::Discover).await;
+    let tools = tool_names(&client).await;
+    assert!(!tools.contains(&"criar_curso".to_owned()), "the policy in force is kept: {tools:?}");
+    let _ = client.cancel().await;
+    assert!(backend.stop().await.success(), "SIGTERM stops a backend whose policy file is a FIFO");
+}
+
 #[tokio::test]
 async fn the_stdio_app_follows_its_policy_file_and_answers_old_tool_names_in_portuguese() {
     let (folder, database) = fresh_database();

@@ -38,6 +38,10 @@ pub enum PolicyFileError {
     /// A line is not a rule.
     #[error("{0}")]
     Invalid(#[from] PolicyError),
+    /// Zero bytes: on a reread this is a file being written (kept out), so at start it is not a
+    /// policy either (one meaning, issue 24 item 9).
+    #[error("the file is empty; to switch everything on, write a comment line such as `# tudo ativo`")]
+    Empty,
 }
 
 impl PolicyFile {
@@ -48,6 +52,9 @@ impl PolicyFile {
     /// force).
     pub fn load(path: &Path) -> Result<(Self, Policy), PolicyFileError> {
         let (file, text) = ReloadedFile::open(path)?;
+        if text.is_empty() {
+            return Err(PolicyFileError::Empty);
+        }
         let policy = Policy::parse(&text)?;
         Ok((Self { file: Arc::new(file) }, policy))
     }

@@ -179,11 +179,12 @@ impl Interrupt {
     pub fn on_signals() -> Self {
         let interrupt = Self::default();
         let flag = interrupt.clone();
+        let mut signals = Signals::install();
         tokio::spawn(async move {
-            next_signal().await;
+            signals.next().await;
             flag.0.store(true, Ordering::SeqCst);
             write_stderr("stopping at the next safe point (press Ctrl-C again to quit at once)\n");
-            next_signal().await;
+            signals.next().await;
             write_stderr("quitting at once\n");
             std::process::exit(EXIT_INTERRUPTED);
         });
@@ -210,27 +211,64 @@ impl Interrupt {
     }
 }
 
-/// The next SIGINT or SIGTERM: its name. Shared by the server's graceful shutdown and the long
-/// commands' [`Interrupt`].
-pub async fn next_signal() -> &'static str {
-    let interrupt = tokio::signal::ctrl_c();
+/// SIGINT and SIGTERM, listened for by the server's graceful shutdown and the long commands'
+/// [`Interrupt`] from the moment [`Signals::install`] returns: a signal sent
+/// right after the server printed its first lines (its address, a generated key) is a graceful
+/// stop, never the default action's abrupt end (tokio registers a handler only when its stream is
+/// created, so it is created before anything is announced).
+#[derive(Debug)]
+pub struct Signals {
     #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(error) => {
-                tracing::warn!(target: "backend::progress", %error, "cannot listen for SIGTERM");
-                std::future::pending::<()>().await;
+    interrupt: Option<tokio::signal::unix::Signal>,
+    #[cfg(unix)]
+    terminate: Option<tokio::signal::unix::Signal>,
+}
+
+impl Signals {
+    /// Installs the handlers now. Call it from the Tokio runtime.
+    #[must_use]
+    pub fn install() -> Self {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            let listen = |kind: SignalKind, name: &str| match signal(kind) {
+                Ok(stream) => Some(stream),
+                Err(error) => {
+                    tracing::warn!(target: "backend::progress", %error, "cannot listen for {name}");
+                    None
+                }
+            };
+            Self {
+                interrupt: listen(SignalKind::interrupt(), "SIGINT"),
+                terminate: listen(SignalKind::terminate(), "SIGTERM"),
             }
         }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        _ = interrupt => "SIGINT",
-        () = terminate => "SIGTERM",
+        #[cfg(not(unix))]
+        Self {}
+    }
+
+    /// The next SIGINT or SIGTERM: its name.
+    pub async fn next(&mut self) -> &'static str {
+        #[cfg(unix)]
+        {
+            async fn received(signal: Option<&mut tokio::signal::unix::Signal>) {
+                match signal {
+                    Some(signal) => {
+                        signal.recv().await;
+                    }
+                    None => std::future::pending::<()>().await,
+                }
+            }
+            tokio::select! {
+                () = received(self.interrupt.as_mut()) => "SIGINT",
+                () = received(self.terminate.as_mut()) => "SIGTERM",
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+            "SIGINT"
+        }
     }
 }
 

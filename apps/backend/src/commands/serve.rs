@@ -10,7 +10,7 @@ use mcp_server::setup::{self, Setup};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use super::progress::next_signal;
+use super::progress::Signals;
 use super::settings::Settings;
 use super::startup::{
     app_config, bind, check_no_auth, load_keyring, load_policy, oauth_config, open_database, request_guard,
@@ -31,8 +31,10 @@ const LOG_TARGET: &str = "mcp_cursos_backend";
 /// # Errors
 /// A setting that cannot be followed (the error names it), or the HTTP server failing.
 pub async fn run(settings: &Settings) -> anyhow::Result<()> {
+    // Before anything is announced: a SIGTERM right after the first lines stops gracefully.
+    let signals = Signals::install();
     let server = Server::start(settings).await?;
-    tokio::spawn(stop_on_signal(server.shutdown.clone()));
+    tokio::spawn(stop_on_signal(signals, server.shutdown.clone()));
     server.serve().await
 }
 
@@ -182,8 +184,8 @@ impl Server {
 }
 
 /// Cancels `shutdown` on SIGINT or SIGTERM.
-async fn stop_on_signal(shutdown: CancellationToken) {
-    let signal = next_signal().await;
+async fn stop_on_signal(mut signals: Signals, shutdown: CancellationToken) {
+    let signal = signals.next().await;
     tracing::info!(target: LOG_TARGET, "{signal} received, shutting down");
     shutdown.cancel();
 }
