@@ -254,8 +254,9 @@ pub enum PolicyErrorKind {
     /// `catalogo` without a name.
     #[error("`catalogo` needs a catalog name and a rule")]
     MissingCatalogName,
-    /// A catalog name outside `[a-z0-9_-]{1,64}`.
-    #[error("invalid catalog name {0:?}: use 1 to 64 lower-case letters, digits, - or _")]
+    /// Not a catalog name (`courses_domain::CatalogName`): 1 to 64 of `a-z`, `0-9` and `-`, not
+    /// starting with `-`.
+    #[error("invalid catalog name {0:?}: use 1 to 64 of a-z, 0-9 and '-', starting with a letter or a digit")]
     InvalidCatalogName(String),
     /// Anything else.
     #[error(
@@ -357,6 +358,10 @@ mod tests {
         ] {
             assert_eq!(Policy::parse(text).expect_err(text).kind, kind, "{text}");
         }
+        // The message names the characters a catalog name may have, and `_` is not one.
+        let message = PolicyErrorKind::InvalidCatalogName("escola_a".to_owned()).to_string();
+        assert!(message.contains("a-z, 0-9 and '-'"), "{message}");
+        assert!(!message.replace("\"escola_a\"", "").contains('_'), "{message}");
     }
 
     #[test]
