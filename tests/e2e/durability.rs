@@ -222,3 +222,74 @@ async fn a_full_disk_fails_readiness_refuses_what_it_cannot_store_and_loses_noth
     after_a_restart_exactly(backend, &database, &acknowledged).await;
     drop(disk);
 }
+
+#[derive(diesel::QueryableByName)]
+struct TextLine {
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    text: String,
+}
+
+/// `PRAGMA integrity_check`'s first line and every stored title, read straight from the file.
+fn integrity_and_titles(database: &Path) -> (String, Vec<String>) {
+    use diesel::{Connection as _, RunQueryDsl as _};
+    let mut connection = diesel::SqliteConnection::establish(&database.to_string_lossy()).expect("open");
+    let integrity = diesel::sql_query("SELECT integrity_check AS text FROM pragma_integrity_check()")
+        .get_result::<TextLine>(&mut connection)
+        .expect("check");
+    let mut titles: Vec<String> = diesel::sql_query("SELECT title AS text FROM courses")
+        .load::<TextLine>(&mut connection)
+        .expect("titles")
+        .into_iter()
+        .map(|line| line.text)
+        .collect();
+    titles.sort();
+    (integrity.text, titles)
+}
+
+/// Issue 24, item 1: with the backend running, `rm cursos.db-shm`, then the stdio app opens the
+/// same file (the supported two-process setup) and both write alternately. Before, all 220 writes
+/// were acknowledged and 139 were lost with the file corrupt: the two processes no longer shared
+/// one `-shm`, so neither saw the other's locks. Now the backend refuses (its `-shm` is gone), says
+/// so at `/ready`, and every acknowledged write is in a whole file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shm_deleted_under_the_backend_loses_no_acknowledged_write_with_the_stdio_app_beside_it() {
+    let (_folder, database) = fresh_database();
+    let backend = start_backend(&database, Some(KEY)).await;
+    let http = backend.client(Era::Initialize).await;
+    let mut acknowledged = Vec::new();
+    for index in 0..20 {
+        create(&http, &format!("Antes {index:03}")).await.expect("acknowledged");
+        acknowledged.push(format!("Antes {index:03}"));
+    }
+    let mut shm = database.as_os_str().to_owned();
+    shm.push("-shm");
+    std::fs::remove_file(&shm).expect("rm cursos.db-shm");
+
+    let (stdio, _lines) = crate::support::stdio_client(&database, Era::Initialize).await;
+    let mut refused_by_backend = 0;
+    for index in 0..25 {
+        let title = format!("Backend {index:03}");
+        match create(&http, &title).await {
+            Ok(_) => acknowledged.push(title),
+            Err(refusal) => {
+                assert!(refusal.contains("-shm") && refusal.contains(WILL_NOT_HELP), "{refusal}");
+                refused_by_backend += 1;
+            }
+        }
+        let title = format!("Stdio {index:03}");
+        create(&stdio, &title).await.expect("the stdio app opened the file after the removal: its files are its own");
+        acknowledged.push(title);
+    }
+    assert_eq!(refused_by_backend, 25, "the backend took no write once its -shm was gone");
+    let (status, body) = ready(&backend).await;
+    assert_eq!((status, body["reason"].as_str()), (503, Some("database_file_replaced")), "{body}");
+    assert!(backend.stderr.all().contains("cursos.db-shm"), "the log names the file");
+
+    drop(http);
+    drop(stdio);
+    backend.stop().await;
+    let (integrity, titles) = integrity_and_titles(&database);
+    assert_eq!(integrity, "ok");
+    acknowledged.sort();
+    assert_eq!(titles, acknowledged, "every acknowledged write, and only those");
+}

@@ -177,7 +177,8 @@ fn unwritable(reason: Unwritable) -> CallToolResult {
     tracing::error!(%reason, "a write was refused: the catalog cannot make writes durable");
     let why = match reason {
         Unwritable::FileReplaced => {
-            "o arquivo do banco de dados foi apagado ou substituído enquanto o servidor estava em execução"
+            "o arquivo do banco de dados (ou o seu -wal ou -shm) foi apagado ou substituído enquanto o servidor \
+             estava em execução"
         }
         Unwritable::ReadOnly => "o banco de dados está somente para leitura",
         Unwritable::DiskFull => "o disco do banco de dados está cheio",

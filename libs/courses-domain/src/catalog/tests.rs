@@ -1049,6 +1049,51 @@ async fn a_database_file_deleted_while_open_refuses_writes_and_readiness_says_wh
 }
 
 #[tokio::test]
+async fn a_shm_or_wal_deleted_or_replaced_while_open_refuses_writes_and_readiness_says_why() {
+    for (suffix, replace) in [("-shm", false), ("-shm", true), ("-wal", false), ("-wal", true)] {
+        let (folder, path, catalog) = sqlite_catalog();
+        let course = catalog.create(new_course("Rust", 10), by()).await.expect("created");
+        catalog.readiness().await.expect("ready while the files are in place");
+        let mut sidecar = path.as_os_str().to_owned();
+        sidecar.push(suffix);
+        if replace {
+            // Another file put in its place: same contents, another inode.
+            let copy = folder.path().join("copy");
+            std::fs::copy(&sidecar, &copy).expect("copy");
+            std::fs::rename(&copy, &sidecar).expect("replace");
+        } else {
+            std::fs::remove_file(&sidecar).expect("remove");
+        }
+        let refused = catalog.create(new_course("Go", 10), by()).await;
+        assert!(
+            matches!(refused, Err(CreateCourseError::Unwritable(Unwritable::FileReplaced))),
+            "{suffix} replaced: {replace}: {refused:?}"
+        );
+        let changes = CourseChanges { workload_hours: Some(hours(20)), ..CourseChanges::default() };
+        let refused = catalog.update(course.id(), changes, by()).await;
+        assert!(matches!(refused, Err(UpdateCourseError::Unwritable(Unwritable::FileReplaced))), "{refused:?}");
+        let readiness = catalog.readiness().await;
+        assert!(matches!(readiness, Err(NotReady::Unwritable(Unwritable::FileReplaced))), "{readiness:?}");
+        // What was acknowledged is still there after a restart, and the file is whole.
+        drop(catalog);
+        let reopened = Catalog::new(SqliteStore::open(&path).expect("reopen"));
+        let read_back = reopened.get(course.id()).await.expect("the acknowledged course");
+        assert_eq!(read_back.workload_hours().get(), 10, "{suffix} replaced: {replace}: the refused update is nowhere");
+        let titles = reopened.active_page(None, PageSize::default()).await.expect("page").courses.len();
+        assert_eq!(titles, 1, "{suffix} replaced: {replace}: the refused create is nowhere");
+        let mut connection = diesel::SqliteConnection::establish(&path.to_string_lossy()).expect("open");
+        #[derive(diesel::QueryableByName)]
+        struct Check {
+            #[diesel(sql_type = diesel::sql_types::Text)]
+            integrity_check: String,
+        }
+        let check: Vec<Check> =
+            diesel::RunQueryDsl::load(diesel::sql_query("PRAGMA integrity_check"), &mut connection).expect("check");
+        assert_eq!(check.first().map(|row| row.integrity_check.as_str()), Some("ok"), "{suffix} replaced: {replace}");
+    }
+}
+
+#[tokio::test]
 async fn a_database_file_replaced_while_open_refuses_writes_and_they_never_reach_either_file() {
     let (folder, path, catalog) = sqlite_catalog();
     catalog.create(new_course("Rust", 10), by()).await.expect("created");

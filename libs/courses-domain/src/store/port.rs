@@ -42,9 +42,10 @@ impl StoreError {
 /// an operator must fix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum Unwritable {
-    /// The database file was deleted, or another file put in its place, while the store had it
-    /// open: what it would write would not be in the file a restart opens.
-    #[error("the database file was deleted or replaced while the server had it open")]
+    /// The database file (or its `-wal` or `-shm`) was deleted, or another file put in its place,
+    /// while the store had it open: what it would write would not be in the file a restart opens,
+    /// or would corrupt it.
+    #[error("the database file or its -wal or -shm was deleted or replaced while the server had it open")]
     FileReplaced,
     /// The database file, its journal or its folder cannot be written (read-only, immutable, or a
     /// read-only file system).

@@ -4,10 +4,18 @@
 //! replaced while the store runs swallows every write (acknowledged, then gone at the next start).
 //! A read-only file or folder, or a full disk, makes every write fail. The store checks its file
 //! before each batch of writes and after each commit, and `/ready` asks the same question.
+//!
+//! The same holds for the `-wal` and `-shm` beside it (issue 24): SQLite never deletes them while a
+//! connection is open, and the store keeps one open for its life, so one deleted or replaced while
+//! it runs was removed by someone else. A process that opens the file then makes a new `-shm`, with
+//! its own locks and its own idea of the WAL, and two writers that no longer see each other's
+//! locks corrupt the file. The store records both files' identities and refuses writes once either
+//! changed, as for the database file.
 
 use std::io;
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use crate::store::port::Unwritable;
 
@@ -15,22 +23,84 @@ use crate::store::port::Unwritable;
 /// full: a batch of writes needs room for its WAL frames (a few pages per write).
 pub(crate) const MIN_FREE_BYTES: u64 = 1024 * 1024;
 
-/// The database file the store opened: its path and the identity (device, inode) it had then.
+/// The database file the store opened: its path and the identity (device, inode) it had then, and
+/// the same for its `-wal` and `-shm`.
 #[derive(Debug)]
 pub(crate) struct DatabaseFile {
     path: PathBuf,
     identity: (u64, u64),
+    sidecars: [Sidecar; 2],
+}
+
+/// The `-wal` or `-shm` of the database, where SQLite finds it (beside the file's real path), and
+/// the identity it had when first seen (the store opens the file in WAL mode before it records
+/// them, so both exist then; one not there yet is recorded at the first check that finds it).
+#[derive(Debug)]
+struct Sidecar {
+    path: PathBuf,
+    identity: OnceLock<(u64, u64)>,
+}
+
+impl Sidecar {
+    fn beside(real_path: &Path, suffix: &str) -> Self {
+        let mut name = real_path.as_os_str().to_owned();
+        name.push(suffix);
+        let sidecar = Self { path: PathBuf::from(name), identity: OnceLock::new() };
+        let _ = sidecar.is_still_in_place();
+        sidecar
+    }
+
+    /// Still the file first seen (or none seen yet). Logs the cause when not.
+    fn is_still_in_place(&self) -> Result<(), Unwritable> {
+        match (std::fs::metadata(&self.path), self.identity.get()) {
+            (Ok(metadata), None) => {
+                let _ = self.identity.set((metadata.dev(), metadata.ino()));
+                Ok(())
+            }
+            (Err(error), None) if error.kind() == io::ErrorKind::NotFound => Ok(()),
+            (Ok(metadata), Some(identity)) if (metadata.dev(), metadata.ino()) == *identity => Ok(()),
+            (Ok(_), Some(_)) => {
+                tracing::error!(path = %self.path.display(), "a file of the database was replaced while the store had it open");
+                Err(Unwritable::FileReplaced)
+            }
+            (Err(error), Some(_)) if error.kind() == io::ErrorKind::NotFound => {
+                tracing::error!(path = %self.path.display(), "a file of the database was deleted while the store had it open");
+                Err(Unwritable::FileReplaced)
+            }
+            (Err(error), _) => {
+                tracing::error!(path = %self.path.display(), %error, "a file of the database cannot be examined");
+                Err(Unwritable::ReadOnly)
+            }
+        }
+    }
 }
 
 impl DatabaseFile {
-    /// The file at `path` as it is now (the store opened it just before).
+    /// The file at `path` as it is now (the store opened it just before), and its `-wal` and `-shm`.
     pub(crate) fn opened(path: &Path) -> io::Result<Self> {
         let metadata = std::fs::metadata(path)?;
-        Ok(Self { path: path.to_owned(), identity: (metadata.dev(), metadata.ino()) })
+        let real_path = std::fs::canonicalize(path)?;
+        Ok(Self {
+            path: path.to_owned(),
+            identity: (metadata.dev(), metadata.ino()),
+            sidecars: [Sidecar::beside(&real_path, "-wal"), Sidecar::beside(&real_path, "-shm")],
+        })
     }
 
-    /// The path still names the file the store opened. Logs the cause when not.
+    /// The path still names the file the store opened, and its `-wal` and `-shm` are still the ones
+    /// it first saw. Logs the cause when not.
     pub(crate) fn is_still_in_place(&self) -> Result<(), Unwritable> {
+        self.database_is_in_place()?;
+        self.sidecars_are_in_place()
+    }
+
+    /// The `-wal` and `-shm` are still the ones the store first saw. Logs the cause when not.
+    pub(crate) fn sidecars_are_in_place(&self) -> Result<(), Unwritable> {
+        self.sidecars.iter().try_for_each(Sidecar::is_still_in_place)
+    }
+
+    /// The path still names the database file the store opened. Logs the cause when not.
+    pub(crate) fn database_is_in_place(&self) -> Result<(), Unwritable> {
         match std::fs::metadata(&self.path) {
             Ok(metadata) if (metadata.dev(), metadata.ino()) == self.identity => Ok(()),
             Ok(_) => {

@@ -333,10 +333,21 @@ fn run(
                 // After the commit, before any acknowledgement: if the path no longer names the
                 // file written to, the batch is in a file no restart will open. Not durable, so
                 // not acknowledged.
-                file.is_still_in_place().err().map(|reason| {
-                    tracing::error!(writes = batch.len(), %reason, "a committed batch is not durable: none is acknowledged");
-                    BatchFailure::Unwritable(reason)
-                })
+                file.database_is_in_place()
+                    .err()
+                    .map(|reason| {
+                        tracing::error!(writes = batch.len(), %reason, "a committed batch is not durable: none is acknowledged");
+                        BatchFailure::Unwritable(reason)
+                    })
+                    // A `-wal` or `-shm` replaced during the batch: the frames are in the WAL a
+                    // restart reads, unless another process's writes through its own `-shm` have
+                    // overwritten them. Not acknowledged, and not called unwritten either.
+                    .or_else(|| {
+                        file.sidecars_are_in_place().err().map(|reason| {
+                            tracing::error!(writes = batch.len(), %reason, "a committed batch may not be durable: none is acknowledged");
+                            BatchFailure::OutcomeUnknown(Arc::new(reason))
+                        })
+                    })
             }
             Ok(Err(BatchEnd::NotWritten(error))) => {
                 tracing::error!(%error, writes = batch.len(), "a batch of writes failed: none was written");
