@@ -353,3 +353,74 @@ fn an_interrupted_export_leaves_no_file() {
     let left: Vec<_> = std::fs::read_dir(output.parent().expect("folder")).expect("list").collect();
     assert!(left.is_empty(), "neither the output nor its temporary file: {left:?}");
 }
+
+/// Issue 24, items 4 and 8: hostile import files get one refusal per line, by number, and the
+/// other lines go on with `--partial`. Before: a 2 MiB line was read whole (a 100 MB one took
+/// 712 MB), one line of invalid UTF-8 ended the whole import, a row dated 2999 was stored (and
+/// dragged every later write of it to 2999), and a repeated CSV header and the nil UUID passed.
+#[test]
+fn hostile_import_lines_are_refused_one_by_one_and_the_others_go_on() {
+    let (folder, database) = fresh_database();
+    let file = folder.path().join("hostil.jsonl");
+    let mut bytes = Vec::new();
+    bytes.extend_from_slice(b"{\"titulo\":\"Rust\",\"cargaHoraria\":10}\n");
+    bytes.extend_from_slice(b"{\"titulo\":\"");
+    bytes.extend(std::iter::repeat_n(b'x', 2 * 1024 * 1024));
+    bytes.extend_from_slice(b"\",\"cargaHoraria\":10}\n");
+    bytes.extend_from_slice(b"{\"titulo\":\"Caf\xe9\",\"cargaHoraria\":10}\n");
+    bytes.extend_from_slice(
+        b"{\"id\":\"5b0e7f6e-1c1d-4c3a-9f0e-0123456789ab\",\"titulo\":\"Futuro\",\"cargaHoraria\":10,\
+          \"arquivado\":false,\"versao\":2,\"criadoEm\":\"2026-01-01T00:00:00.000Z\",\
+          \"atualizadoEm\":\"2999-01-01T00:00:00.000Z\"}\n",
+    );
+    bytes.extend_from_slice(
+        b"{\"id\":\"00000000-0000-0000-0000-000000000000\",\"titulo\":\"Nulo\",\"cargaHoraria\":10}\n",
+    );
+    bytes.extend_from_slice(b"{\"titulo\":\"Go\",\"cargaHoraria\":20}\n");
+    std::fs::write(&file, &bytes).expect("write");
+    let file_arg = file.to_str().expect("UTF-8");
+
+    let output = run(Target::Sqlite(&database), &["import", file_arg]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    let stderr = text(&output.stderr);
+    for expected in [
+        "linha 2: linha: a linha tem mais de 1 MiB e não foi lida",
+        "linha 3: linha: não é texto UTF-8 válido (byte 15 da linha).",
+        "linha 4: atualizadoEm: Campo 'atualizadoEm' não pode ser posterior ao momento da importação",
+        "linha 5: id: Campo 'id' não pode ser o UUID nulo",
+    ] {
+        assert!(stderr.contains(expected), "missing {expected:?} in:\n{stderr}");
+    }
+    assert!(!stderr.contains("linha 1:") && !stderr.contains("linha 6:"), "{stderr}");
+    assert!(
+        text(&output.stdout).contains("2 new, 0 already present, 4 refused; nothing written"),
+        "{}",
+        text(&output.stdout)
+    );
+    assert_eq!(header_of(&export(Target::Sqlite(&database), &[]))["total"], 0, "nothing was written");
+
+    let output = run(Target::Sqlite(&database), &["import", file_arg, "--partial"]);
+    assert_eq!(output.status.code(), Some(2), "some rows refused: {}", text(&output.stderr));
+    let titles: Vec<Value> = courses_of(&export(Target::Sqlite(&database), &[]))
+        .into_iter()
+        .map(|course| course["titulo"].clone())
+        .collect();
+    assert_eq!(titles, ["Rust", "Go"]);
+
+    // CSV: the same per-line refusals, and a second header (two files joined) is named as such.
+    let csv = folder.path().join("hostil.csv");
+    let mut bytes = b"titulo,cargaHoraria,id\nElixir,10,\ntitulo,cargaHoraria,id\n".to_vec();
+    bytes.extend_from_slice(b"Caf\xe9,10,\nNulo,10,00000000-0000-0000-0000-000000000000\nKotlin,8,\n");
+    std::fs::write(&csv, &bytes).expect("write");
+    let output = run(Target::Sqlite(&database), &["import", csv.to_str().expect("UTF-8"), "--partial"]);
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output.stderr));
+    let stderr = text(&output.stderr);
+    for expected in [
+        "linha 3: linha: repete o cabeçalho da linha 1",
+        "linha 4: linha: não é texto UTF-8 válido (byte 4 da linha).",
+        "linha 5: id: Campo 'id' não pode ser o UUID nulo",
+    ] {
+        assert!(stderr.contains(expected), "missing {expected:?} in:\n{stderr}");
+    }
+    assert_eq!(text(&output.stdout).trim(), "import: 2 written, 0 already present, 3 refused");
+}

@@ -32,10 +32,10 @@ pub use catalog::{
 };
 pub use open::{DatabaseSettingError, DatabaseSettingNames, OpenedDatabase, open_database};
 pub use rules::{
-    ApprovalReceipt, CatalogName, CatalogNameError, Course, CourseChanges, CourseId, CourseIdError, CoursePage,
-    CourseRevision, CourseTitle, CourseTitleError, CreationFingerprint, Evidence, HistoryEntry, HistoryPage,
-    IdempotencyKey, IdempotencyKeyError, ImportedCourseError, NewCourse, PageCursor, PageCursorError, PageSize,
-    Provenance, TitleSearchKey, WorkloadHours, WorkloadHoursError, code_point, comparison_key_of,
+    ApprovalReceipt, CLOCK_SKEW, CatalogName, CatalogNameError, Course, CourseChanges, CourseId, CourseIdError,
+    CoursePage, CourseRevision, CourseTitle, CourseTitleError, CreationFingerprint, Evidence, HistoryEntry,
+    HistoryPage, IdempotencyKey, IdempotencyKeyError, ImportedCourseError, NewCourse, PageCursor, PageCursorError,
+    PageSize, Provenance, TitleSearchKey, WorkloadHours, WorkloadHoursError, code_point, comparison_key_of,
 };
 pub use store::copy::{Endpoint, MigrateError, MigrationReport, NonEmptyTarget, migrate};
 pub use store::port::{

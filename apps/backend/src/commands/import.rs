@@ -8,7 +8,7 @@
 //! changes nothing, and an interrupted import is resumed by running it again. The rules are the
 //! domain's ([`courses_domain::ImportPass`]), their sentences the contract's.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
@@ -24,6 +24,10 @@ use super::settings::{Database, Settings};
 pub const EXIT_SOME_REFUSED: i32 = 2;
 /// How many bad rows are printed one by one; beyond it they are only counted.
 const MAX_REPORTED_ROWS: u64 = 1000;
+/// The longest line an import reads, in bytes (issue 24: one 100 MB line took 712 MB). A course's
+/// line of an export is under 1 KiB; with `--history`, about 400 bytes more per entry. A longer
+/// line is refused by its number and never held in memory.
+pub const MAX_LINE_BYTES: usize = 1024 * 1024;
 
 /// The formats `import` reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -188,12 +192,14 @@ type NumberedRow = (u64, Result<ImportRow, Vec<FieldError>>);
 /// The rows of the file, one at a time, with their line numbers.
 enum Rows {
     Json {
-        lines: std::io::Lines<BufReader<std::fs::File>>,
+        lines: BoundedLines<BufReader<std::fs::File>>,
         line: u64,
     },
     Csv {
-        records: csv::StringRecordsIntoIter<std::fs::File>,
+        records: csv::ByteRecordsIntoIter<LineLimit<std::fs::File>>,
         columns: Result<(usize, usize, Option<usize>), FieldError>,
+        /// The header's names, trimmed: a record that repeats them is a second file's header.
+        header: Vec<String>,
     },
 }
 
@@ -201,45 +207,77 @@ impl Rows {
     fn open(path: &Path, format: Format) -> anyhow::Result<(Self, Option<Refused>)> {
         let file = std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
         match format {
-            Format::Jsonl => Ok((Self::Json { lines: BufReader::new(file).lines(), line: 0 }, None)),
+            Format::Jsonl => Ok((Self::Json { lines: BoundedLines::new(BufReader::new(file)), line: 0 }, None)),
             Format::Csv => {
-                let mut reader = csv::ReaderBuilder::new().has_headers(false).flexible(true).from_reader(file);
-                let mut records = reader.records();
-                let header = records.next().transpose().context("cannot read the CSV header")?.unwrap_or_default();
-                let names: Vec<&str> = header.iter().map(|name| name.trim_start_matches('\u{feff}')).collect();
-                let columns = portable::csv_columns(&names);
+                let mut reader =
+                    csv::ReaderBuilder::new().has_headers(false).flexible(true).from_reader(LineLimit::new(file));
+                let mut records = reader.byte_records();
+                let header = records.next().transpose().map_err(csv_error)?.unwrap_or_default();
+                let names: Vec<String> = header
+                    .iter()
+                    .map(|name| String::from_utf8_lossy(name).trim_start_matches('\u{feff}').to_owned())
+                    .collect();
+                let columns = portable::csv_columns(&names.iter().map(String::as_str).collect::<Vec<_>>());
                 let bad_header = columns.as_ref().err().map(|error| (1, vec![error.clone()]));
-                Ok((Self::Csv { records: reader.into_records(), columns }, bad_header))
+                let header = names.iter().map(|name| name.trim().to_owned()).collect();
+                Ok((Self::Csv { records: reader.into_byte_records(), columns, header }, bad_header))
             }
         }
     }
 
     /// The next row: its line, and the row or its problems; `None` at the end. A header line of
     /// JSON Lines is skipped.
-    fn next_row(&mut self) -> anyhow::Result<Option<NumberedRow>> {
+    fn next_row(&mut self, now: OffsetDateTime) -> anyhow::Result<Option<NumberedRow>> {
         loop {
             match self {
                 Self::Json { lines, line } => {
-                    let Some(text) = lines.next() else { return Ok(None) };
+                    let Some(read) = lines.next_line().with_context(|| format!("cannot read line {}", *line + 1))?
+                    else {
+                        return Ok(None);
+                    };
                     *line += 1;
-                    let text = text.with_context(|| format!("cannot read line {line}"))?;
+                    let text = match read {
+                        Line::Text(text) => text,
+                        Line::TooLong => return Ok(Some((*line, Err(vec![too_long()])))),
+                        Line::NotUtf8(valid_up_to) => return Ok(Some((*line, Err(vec![not_utf8(valid_up_to)])))),
+                    };
                     let text = text.trim_start_matches('\u{feff}');
                     if text.trim().is_empty() {
                         continue;
                     }
-                    if let Some(row) = portable::parse_json_line(text).transpose() {
+                    if let Some(row) = portable::parse_json_line(text, now).transpose() {
                         return Ok(Some((*line, row)));
                     }
                 }
-                Self::Csv { records, columns } => {
+                Self::Csv { records, columns, header } => {
                     let Some(record) = records.next() else { return Ok(None) };
-                    let record = record.context("cannot read a CSV record")?;
+                    let record = record.map_err(csv_error)?;
                     let line = record.position().map_or(0, csv::Position::line);
-                    if record.iter().all(|field| field.trim().is_empty()) {
+                    let fields: Vec<&str> = match record.iter().map(std::str::from_utf8).collect() {
+                        Ok(fields) => fields,
+                        Err(error) => {
+                            let before: usize = record
+                                .iter()
+                                .take_while(|field| std::str::from_utf8(field).is_ok())
+                                .map(|field| field.len() + 1)
+                                .sum();
+                            return Ok(Some((line, Err(vec![not_utf8(before + error.valid_up_to())]))));
+                        }
+                    };
+                    if fields.iter().all(|field| field.trim().is_empty()) {
                         continue;
                     }
                     let Ok(columns) = columns else { return Ok(None) };
-                    let fields: Vec<&str> = record.iter().collect();
+                    if fields.len() == header.len()
+                        && fields.iter().zip(header.iter()).all(|(field, name)| field.trim() == name)
+                    {
+                        return Ok(Some((
+                            line,
+                            Err(vec![FieldError::row(
+                                "repete o cabeçalho da linha 1 (dois arquivos CSV juntados?); uma linha é um curso.",
+                            )]),
+                        )));
+                    }
                     return Ok(Some((line, portable::parse_csv_row(*columns, &fields))));
                 }
             }
@@ -275,7 +313,7 @@ impl Run<'_> {
         let batch_size = usize::try_from(self.arguments.batch_size).unwrap_or(2000);
         let (mut lines, mut courses): (Vec<u64>, Vec<Course>) = (Vec::new(), Vec::with_capacity(batch_size));
         loop {
-            let next = rows.next_row()?;
+            let next = rows.next_row(self.now)?;
             let end = next.is_none();
             if let Some((line, row)) = next {
                 tally.line = line;
@@ -329,5 +367,176 @@ impl Run<'_> {
             )),
             error => anyhow::Error::from(error).context(format!("cannot import the batch of lines {first}-{last}")),
         })
+    }
+}
+
+/// The refusal of a line longer than [`MAX_LINE_BYTES`].
+fn too_long() -> FieldError {
+    FieldError::row(format!(
+        "a linha tem mais de {} MiB e não foi lida (uma linha é um curso; um curso exportado com \
+         --history e milhares de entradas de histórico pode passar do limite: exporte sem --history).",
+        MAX_LINE_BYTES / (1024 * 1024)
+    ))
+}
+
+/// The refusal of a line that is not UTF-8.
+fn not_utf8(valid_up_to: usize) -> FieldError {
+    FieldError::row(format!("não é texto UTF-8 válido (byte {} da linha).", valid_up_to + 1))
+}
+
+/// A CSV reading error: a line over [`MAX_LINE_BYTES`] (which ends the reading, since the CSV
+/// reader cannot go on past a failed read) or the file's own.
+fn csv_error(error: csv::Error) -> anyhow::Error {
+    let line = error.position().map(csv::Position::line);
+    if let csv::ErrorKind::Io(io) = error.kind()
+        && io.kind() == std::io::ErrorKind::InvalidData
+    {
+        return anyhow::anyhow!("{io}; nothing after it was read");
+    }
+    match line {
+        Some(line) => anyhow::Error::from(error).context(format!("cannot read the CSV record of line {line}")),
+        None => anyhow::Error::from(error).context("cannot read a CSV record"),
+    }
+}
+
+/// One line as read by [`BoundedLines`].
+#[derive(Debug, PartialEq, Eq)]
+enum Line {
+    /// The line's text, without its end (`\n` or `\r\n`).
+    Text(String),
+    /// Longer than [`MAX_LINE_BYTES`]: skipped to its end, never held.
+    TooLong,
+    /// Not UTF-8: the bytes before the first invalid one.
+    NotUtf8(usize),
+}
+
+/// Lines of a reader in memory bounded by [`MAX_LINE_BYTES`], each one judged on its own (a line
+/// too long or not UTF-8 is one refused line, not the end of the import).
+struct BoundedLines<R> {
+    reader: R,
+    buffer: Vec<u8>,
+    max: usize,
+}
+
+impl<R: BufRead> BoundedLines<R> {
+    fn new(reader: R) -> Self {
+        Self::with_max(reader, MAX_LINE_BYTES)
+    }
+
+    fn with_max(reader: R, max: usize) -> Self {
+        Self { reader, buffer: Vec::new(), max }
+    }
+
+    /// The next line; `None` at the end.
+    fn next_line(&mut self) -> std::io::Result<Option<Line>> {
+        self.buffer.clear();
+        let (mut any, mut too_long) = (false, false);
+        loop {
+            let available = match self.reader.fill_buf() {
+                Ok(available) => available,
+                Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(error) => return Err(error),
+            };
+            if available.is_empty() {
+                break;
+            }
+            any = true;
+            let end = memchr::memchr(b'\n', available);
+            let chunk = &available[..end.unwrap_or(available.len())];
+            if !too_long && self.buffer.len() + chunk.len() > self.max + 1 {
+                too_long = true;
+                self.buffer = Vec::new();
+            }
+            if !too_long {
+                self.buffer.extend_from_slice(chunk);
+            }
+            let used = end.map_or(available.len(), |end| end + 1);
+            self.reader.consume(used);
+            if end.is_some() {
+                break;
+            }
+        }
+        if !any {
+            return Ok(None);
+        }
+        if self.buffer.last() == Some(&b'\r') {
+            self.buffer.pop();
+        }
+        if too_long || self.buffer.len() > self.max {
+            self.buffer = Vec::new();
+            return Ok(Some(Line::TooLong));
+        }
+        match String::from_utf8(std::mem::take(&mut self.buffer)) {
+            Ok(text) => Ok(Some(Line::Text(text))),
+            Err(error) => Ok(Some(Line::NotUtf8(error.utf8_error().valid_up_to()))),
+        }
+    }
+}
+
+/// A reader that fails (`InvalidData`, naming the line) once a line runs past [`MAX_LINE_BYTES`]:
+/// the CSV reader would otherwise hold a record of any length.
+struct LineLimit<R> {
+    inner: R,
+    line: u64,
+    in_line: usize,
+    max: usize,
+}
+
+impl<R> LineLimit<R> {
+    fn new(inner: R) -> Self {
+        Self { inner, line: 1, in_line: 0, max: MAX_LINE_BYTES }
+    }
+}
+
+impl<R: Read> Read for LineLimit<R> {
+    fn read(&mut self, buffer: &mut [u8]) -> std::io::Result<usize> {
+        let read = self.inner.read(buffer)?;
+        for &byte in &buffer[..read] {
+            if byte == b'\n' {
+                self.line += 1;
+                self.in_line = 0;
+            } else {
+                self.in_line += 1;
+                if self.in_line > self.max + 1 {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::InvalidData,
+                        format!("line {} is longer than {} MiB", self.line, self.max / (1024 * 1024)),
+                    ));
+                }
+            }
+        }
+        Ok(read)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines_of(bytes: &[u8], max: usize) -> Vec<Line> {
+        // A small buffer: lines cross many `fill_buf`s.
+        let mut lines = BoundedLines::with_max(BufReader::with_capacity(4, bytes), max);
+        std::iter::from_fn(|| lines.next_line().expect("read")).collect()
+    }
+
+    #[test]
+    fn each_line_is_judged_on_its_own_and_a_long_one_is_never_held() {
+        let bytes = b"curta\r\nlonga demais\nok\xffmau\nsem fim";
+        assert_eq!(
+            lines_of(bytes, 8),
+            [Line::Text("curta".to_owned()), Line::TooLong, Line::NotUtf8(2), Line::Text("sem fim".to_owned()),]
+        );
+        assert_eq!(lines_of(b"12345678\n123456789\n", 8), [Line::Text("12345678".to_owned()), Line::TooLong]);
+        assert_eq!(lines_of(b"", 8), []);
+        assert_eq!(lines_of(b"\n", 8), [Line::Text(String::new())]);
+    }
+
+    #[test]
+    fn a_csv_line_past_the_limit_fails_the_read_naming_the_line() {
+        let mut limited = LineLimit { inner: &b"a,b\nabcdefghij\n"[..], line: 1, in_line: 0, max: 5 };
+        let mut sink = Vec::new();
+        let error = limited.read_to_end(&mut sink).expect_err("too long");
+        assert_eq!(error.kind(), std::io::ErrorKind::InvalidData);
+        assert!(error.to_string().contains("line 2"), "{error}");
     }
 }

@@ -149,7 +149,7 @@ mod tests {
                 title: CourseTitle::parse(title).expect("valid"),
                 workload_hours: WorkloadHours::parse(1).expect("valid"),
             };
-            Course::imported(id, new, archived, 1 + u64::from(archived), now, now).expect("valid")
+            Course::imported(id, new, archived, 1 + u64::from(archived), now, now, now).expect("valid")
         };
         let (mut seen, first) = (InFileDuplicates::default(), CourseId::generate());
         assert_eq!(seen.check(2, &course(first, "Rust", false)), Ok(()));

@@ -1,8 +1,14 @@
 //! [`Course`]: the entity, and the pure rules that change it.
 
-use time::OffsetDateTime;
+use time::{Duration, OffsetDateTime};
 
 use super::{CourseId, CourseTitle, WorkloadHours};
+
+/// How far ahead of this server's clock an instant may be and still be believed: another
+/// machine's clock (an export made elsewhere, a replica) a little ahead. An imported course with a
+/// later `updated_at` is refused; a stored one later than that is not used as a lower bound for
+/// the next write's instant (issue 24: one row dated 2999 made every later write 2999).
+pub const CLOCK_SKEW: Duration = Duration::minutes(5);
 
 /// A course of the catalog, archived or not.
 ///
@@ -57,6 +63,9 @@ pub enum ImportedCourseError {
     /// Archived at version 1: an archiving is a write after the creation.
     #[error("archived at version 1")]
     ArchivedAtFirstVersion,
+    /// `updated_at` is later than now plus [`CLOCK_SKEW`]: no clock could have made it.
+    #[error("updated in the future")]
+    InTheFuture,
 }
 
 /// Why a rule refused to change a course.
@@ -104,6 +113,7 @@ impl Course {
         version: u64,
         created_at: OffsetDateTime,
         updated_at: OffsetDateTime,
+        now: OffsetDateTime,
     ) -> Result<Self, ImportedCourseError> {
         if version == 0 || i64::try_from(version).is_err() {
             return Err(ImportedCourseError::Version);
@@ -111,6 +121,9 @@ impl Course {
         let (created_at, updated_at) = (truncate_to_millis(created_at), truncate_to_millis(updated_at));
         if updated_at < created_at {
             return Err(ImportedCourseError::UpdatedBeforeCreated);
+        }
+        if updated_at > now + CLOCK_SKEW {
+            return Err(ImportedCourseError::InTheFuture);
         }
         // An archived course was written at least twice (created, then archived).
         if archived && version < 2 {
@@ -164,8 +177,21 @@ impl Course {
     }
 
     fn next_revision(&self, now: OffsetDateTime) -> Self {
-        // Never move `updated_at` backwards, even if the wall clock does.
-        let now = truncate_to_millis(now).max(self.updated_at);
+        let now = truncate_to_millis(now);
+        // Never move `updated_at` backwards when the wall clock steps back a little (NTP, another
+        // process's clock); but a stored instant far ahead of the clock is the wrong one, and must
+        // not drag this write (and its history entry) into its future.
+        let now = if self.updated_at <= now + CLOCK_SKEW {
+            now.max(self.updated_at)
+        } else {
+            tracing::warn!(
+                course = %self.id,
+                stored = %self.updated_at,
+                %now,
+                "a course's stored update time is ahead of this server's clock by more than the allowed skew; the write takes the clock's time"
+            );
+            now
+        };
         Self { version: self.version + 1, updated_at: now, ..self.clone() }
     }
 
@@ -325,10 +351,50 @@ mod tests {
     }
 
     #[test]
-    fn the_update_time_never_moves_backwards_when_the_clock_does() {
+    fn the_update_time_never_moves_backwards_when_the_clock_steps_back_within_the_skew() {
         let before = course();
-        let revision = before.archived_at(datetime!(2000-01-01 0:00 UTC)).expect("was active");
+        let revision = before.archived_at(before.updated_at() - Duration::minutes(4)).expect("was active");
         let archived = revision.after();
         assert_eq!(archived.updated_at(), before.updated_at());
+    }
+
+    #[test]
+    fn a_stored_instant_far_ahead_of_the_clock_does_not_move_the_next_write() {
+        let now = datetime!(2026-12-04 10:00 UTC);
+        let future = datetime!(2999-01-01 0:00 UTC);
+        // As if stored before the import refused such rows (or by a replica with a broken clock).
+        let stored = Course::from_stored(
+            course().id(),
+            course().title().clone(),
+            course().workload_hours(),
+            false,
+            3,
+            datetime!(2026-01-01 0:00 UTC),
+            future,
+        );
+        let changes = CourseChanges { workload_hours: WorkloadHours::parse(20).ok(), ..CourseChanges::default() };
+        let updated = stored.with_changes(&changes, now).expect("allowed").expect("a change");
+        assert_eq!(updated.after().updated_at(), now, "the clock's time, not the stored one");
+        let archived = stored.archived_at(now).expect("was active");
+        assert_eq!(archived.after().updated_at(), now);
+    }
+
+    #[test]
+    fn an_imported_course_updated_after_now_plus_the_skew_is_refused() {
+        let now = datetime!(2026-12-04 10:00 UTC);
+        let at = |updated| {
+            Course::imported(
+                course().id(),
+                NewCourse { title: course().title().clone(), workload_hours: course().workload_hours() },
+                false,
+                2,
+                datetime!(2026-01-01 0:00 UTC),
+                updated,
+                now,
+            )
+        };
+        assert_eq!(at(datetime!(2999-01-01 0:00 UTC)), Err(ImportedCourseError::InTheFuture));
+        assert_eq!(at(now + CLOCK_SKEW + Duration::milliseconds(1)), Err(ImportedCourseError::InTheFuture));
+        assert!(at(now + CLOCK_SKEW).is_ok(), "a clock a little ahead is believed");
     }
 }

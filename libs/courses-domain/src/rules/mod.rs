@@ -15,8 +15,8 @@ mod page;
 mod workload_hours;
 
 pub use catalog_name::{CatalogName, CatalogNameError};
+pub use course::{CLOCK_SKEW, Course, CourseChanges, CourseRevision, ImportedCourseError, NewCourse};
 pub(crate) use course::{ChangeRefusal, truncate_to_millis};
-pub use course::{Course, CourseChanges, CourseRevision, ImportedCourseError, NewCourse};
 pub use course_id::{CourseId, CourseIdError};
 pub(crate) use course_title::{COMPARISON_KEY_RULE, Rekey, StoredKey, plan_rekey, transient_key};
 pub use course_title::{CourseTitle, CourseTitleError, TitleSearchKey, code_point, comparison_key_of};

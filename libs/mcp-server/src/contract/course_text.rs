@@ -91,6 +91,7 @@ mod tests {
             first.version(),
             first.created_at(),
             first.updated_at(),
+            first.updated_at(),
         )
         .expect("course");
         let text = texts.text_of(&renamed).expect("text");

@@ -12,7 +12,8 @@
 //! refusals ([`ImportRefusal`]: duplicates in the file, a title or id taken) are worded here too.
 
 use courses_domain::{
-    CatalogName, Course, CourseId, HistoryEntry, ImportRefusal, ImportedCourseError, NewCourse, OffsetDateTime,
+    CLOCK_SKEW, CatalogName, Course, CourseId, HistoryEntry, ImportRefusal, ImportedCourseError, NewCourse,
+    OffsetDateTime,
 };
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -141,7 +142,7 @@ impl FieldError {
 ///
 /// # Errors
 /// Every problem of the line, each naming its field.
-pub fn parse_json_line(line: &str) -> Result<Option<ImportRow>, Vec<FieldError>> {
+pub fn parse_json_line(line: &str, now: OffsetDateTime) -> Result<Option<ImportRow>, Vec<FieldError>> {
     let value: Value = serde_json::from_str(line)
         .map_err(|error| vec![FieldError::row(format!("não é um JSON válido ({error}).",))])?;
     let Value::Object(fields) = value else {
@@ -150,7 +151,7 @@ pub fn parse_json_line(line: &str) -> Result<Option<ImportRow>, Vec<FieldError>>
     if let Some(format) = fields.get("formato") {
         return check_header(format, fields.get(VERSION)).map(|()| None);
     }
-    parse_fields(&fields).map(Some)
+    parse_fields(&fields, now).map(Some)
 }
 
 fn check_header(format: &Value, version: Option<&Value>) -> Result<(), Vec<FieldError>> {
@@ -189,7 +190,8 @@ pub fn parse_csv_record(
     if let Some(id) = id.filter(|id| !id.trim().is_empty()) {
         fields.insert(ID.to_owned(), Value::String(id.to_owned()));
     }
-    parse_fields(&fields)
+    // A CSV row is a new course (no instants of its own): the clock is never compared.
+    parse_fields(&fields, OffsetDateTime::now_utc())
 }
 
 /// The columns a CSV header may name, in any order: `titulo` and `cargaHoraria` required, `id`
@@ -244,7 +246,7 @@ pub fn refusal_message(refusal: &ImportRefusal) -> FieldError {
     }
 }
 
-fn parse_fields(fields: &Map<String, Value>) -> Result<ImportRow, Vec<FieldError>> {
+fn parse_fields(fields: &Map<String, Value>, now: OffsetDateTime) -> Result<ImportRow, Vec<FieldError>> {
     let mut errors: Vec<FieldError> = Vec::new();
     let known = [TITLE, HOURS, ID, ARCHIVED, VERSION, CREATED, UPDATED, HISTORY];
     let mut unknown: Vec<&str> = fields.keys().map(String::as_str).filter(|key| !known.contains(key)).collect();
@@ -264,6 +266,18 @@ fn parse_fields(fields: &Map<String, Value>) -> Result<ImportRow, Vec<FieldError
         "Campo 'cargaHoraria' é obrigatório: informe a carga horária em horas inteiras (1 a 1000).".to_owned()
     });
     let id = present(ID).and_then(|value| one(&mut errors, ID, value, arguments::course_id));
+    // The nil UUID is no course's id: `CourseId` never makes it, and a file that has it was not
+    // written by an export.
+    let id = id.filter(|id| {
+        let nil = id.as_uuid().is_nil();
+        if nil {
+            errors.push(FieldError::new(
+                ID,
+                "Campo 'id' não pode ser o UUID nulo (00000000-0000-0000-0000-000000000000).",
+            ));
+        }
+        !nil
+    });
     // A kept course (an export's line) has every one of these; a new one has none of them.
     let kept = [ARCHIVED, VERSION, CREATED, UPDATED];
     let given: Vec<&str> = kept.iter().copied().filter(|name| present(name).is_some()).collect();
@@ -308,7 +322,7 @@ fn parse_fields(fields: &Map<String, Value>) -> Result<ImportRow, Vec<FieldError
     if !errors.is_empty() {
         return Err(errors);
     }
-    Course::imported(id, NewCourse { title, workload_hours }, archived, version, created, updated)
+    Course::imported(id, NewCourse { title, workload_hours }, archived, version, created, updated, now)
         .map(ImportRow::Kept)
         .map_err(|error| {
             vec![match error {
@@ -318,6 +332,14 @@ fn parse_fields(fields: &Map<String, Value>) -> Result<ImportRow, Vec<FieldError
                 ImportedCourseError::UpdatedBeforeCreated => {
                     FieldError::new(UPDATED, "Campo 'atualizadoEm' não pode ser anterior a 'criadoEm'.")
                 }
+                ImportedCourseError::InTheFuture => FieldError::new(
+                    UPDATED,
+                    format!(
+                        "Campo 'atualizadoEm' não pode ser posterior ao momento da importação (mais de {} minutos \
+                         de diferença entre relógios não é aceito).",
+                        CLOCK_SKEW.whole_minutes()
+                    ),
+                ),
                 ImportedCourseError::ArchivedAtFirstVersion => FieldError::new(
                     ARCHIVED,
                     "Um curso arquivado tem 'versao' 2 ou mais (o arquivamento é uma alteração).",
@@ -383,27 +405,56 @@ mod tests {
         let course = course();
         let line = course_line(&course, None).expect("serialized");
         assert!(!line.contains("historico"), "no history unless exported with it: {line}");
-        assert_eq!(parse_json_line(&line), Ok(Some(ImportRow::Kept(course))));
+        assert_eq!(parse_json_line(&line, OffsetDateTime::now_utc()), Ok(Some(ImportRow::Kept(course))));
     }
 
     #[test]
     fn a_header_is_checked_and_skipped() {
         let header = HeaderJson::new(&CatalogName::default_catalog(), 3, false, OffsetDateTime::now_utc());
         let line = serde_json::to_string(&header).expect("serialized");
-        assert_eq!(parse_json_line(&line), Ok(None));
+        assert_eq!(parse_json_line(&line, OffsetDateTime::now_utc()), Ok(None));
         let other = line.replace(FORMAT, "outra-coisa");
-        assert_eq!(parse_json_line(&other).expect_err("refused")[0].field, "formato");
+        assert_eq!(parse_json_line(&other, OffsetDateTime::now_utc()).expect_err("refused")[0].field, "formato");
     }
 
     #[test]
     fn each_bad_field_is_named_with_the_tools_sentence() {
-        let errors = parse_json_line(r#"{"titulo":"","cargaHoraria":5000,"id":"x"}"#).expect_err("refused");
+        let errors = parse_json_line(r#"{"titulo":"","cargaHoraria":5000,"id":"x"}"#, OffsetDateTime::now_utc())
+            .expect_err("refused");
         let fields: Vec<&str> = errors.iter().map(|error| error.field).collect();
         assert_eq!(fields, ["titulo", "cargaHoraria", "id"]);
         assert_eq!(errors[0].message, "Campo 'titulo' não pode ficar vazio.");
-        let partial = parse_json_line(r#"{"titulo":"A","cargaHoraria":5,"versao":2}"#).expect_err("refused");
+        let partial = parse_json_line(r#"{"titulo":"A","cargaHoraria":5,"versao":2}"#, OffsetDateTime::now_utc())
+            .expect_err("refused");
         let fields: Vec<&str> = partial.iter().map(|error| error.field).collect();
         assert_eq!(fields, ["id", "arquivado", "criadoEm", "atualizadoEm"]);
+    }
+
+    #[test]
+    fn an_instant_from_the_future_and_the_nil_id_are_refused_by_field() {
+        let now = OffsetDateTime::now_utc();
+        let line = course_line(&course(), None).expect("line");
+        let future = line.replace(&course_line_field(&line, "atualizadoEm"), "\"2999-01-01T00:00:00.000Z\"");
+        let errors = parse_json_line(&future, now).expect_err("refused");
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert_eq!(errors[0].field, "atualizadoEm");
+        assert!(errors[0].message.contains("posterior ao momento da importação"), "{}", errors[0].message);
+        // An instant a little ahead (another machine's clock) is believed.
+        assert!(parse_json_line(&line, now - time::Duration::minutes(4)).is_ok());
+
+        let nil = r#"{"titulo":"A","cargaHoraria":5,"id":"00000000-0000-0000-0000-000000000000"}"#;
+        let errors = parse_json_line(nil, now).expect_err("refused");
+        assert_eq!((errors.len(), errors[0].field), (1, "id"), "{errors:?}");
+        assert!(errors[0].message.contains("UUID nulo"), "{}", errors[0].message);
+        let errors = parse_csv_record(Some("A"), Some("5"), Some("00000000-0000-0000-0000-000000000000"))
+            .expect_err("refused in CSV too");
+        assert_eq!(errors[0].field, "id");
+    }
+
+    /// The JSON text of one field of an exported line.
+    fn course_line_field(line: &str, name: &str) -> String {
+        let value: Value = serde_json::from_str(line).expect("JSON");
+        value[name].to_string()
     }
 
     #[test]

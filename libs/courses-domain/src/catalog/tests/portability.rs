@@ -34,7 +34,8 @@ fn imported(title: &str, hours: i64) -> Course {
 /// An archived course as an export would carry it (version 2, archived after its creation).
 fn archived(title: &str) -> Course {
     let now = time::OffsetDateTime::now_utc();
-    Course::imported(CourseId::generate(), new_course(title, 5), true, 2, now, now).expect("a valid archived course")
+    Course::imported(CourseId::generate(), new_course(title, 5), true, 2, now, now, now)
+        .expect("a valid archived course")
 }
 
 fn a_batch_stores_new_courses_and_leaves_present_ids_and_taken_titles_alone(backend: Backend) {
@@ -62,6 +63,7 @@ fn a_batch_stores_new_courses_and_leaves_present_ids_and_taken_titles_alone(back
             1,
             elsewhere.created_at(),
             elsewhere.updated_at(),
+            time::OffsetDateTime::now_utc(),
         )
         .expect("valid"), // the id is another catalog's
     ];
