@@ -47,11 +47,11 @@ measure() {
 }
 
 op_export() {
-    measure export env DATABASE_PATH="$SOURCE" "$BACKEND" export --output "$WORK/catalogo.jsonl"
+    measure export env DATABASE_PATH="$SOURCE" "$BACKEND" export --overwrite --output "$WORK/catalogo.jsonl"
 }
 
 op_export_history() {
-    measure export_history env DATABASE_PATH="$SOURCE" "$BACKEND" export --history --output "$WORK/catalogo-historico.jsonl"
+    measure export_history env DATABASE_PATH="$SOURCE" "$BACKEND" export --overwrite --history --output "$WORK/catalogo-historico.jsonl"
 }
 
 # Into an empty file each run (the export of op_export, made first if missing).

@@ -479,3 +479,67 @@ fn backup_and_restore_refuse_a_postgresql_catalog_naming_its_tools() {
         assert!(message.contains(tool) && !message.contains("segredo"), "{message}");
     }
 }
+
+/// Issue 24, item 10: a `backup` killed with SIGKILL while it copies leaves its temporary copy (a
+/// full catalog, which no code of it can remove); the next backup to the same place removes it.
+/// Backups and exports are both 0600, and `export --output` refuses an existing file as `backup`
+/// does, unless `--overwrite`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_backup_leaves_nothing_after_the_next_and_backups_and_exports_are_private_and_never_overwrite() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let (folder, database) = fresh_database();
+    a_large_catalog(&database, 200_000);
+    let destination = folder.path().join("copia.db");
+    let leftovers = || -> Vec<String> {
+        std::fs::read_dir(folder.path())
+            .expect("list")
+            .filter_map(Result::ok)
+            .map(|entry| entry.file_name().to_string_lossy().into_owned())
+            .filter(|name| name.starts_with(".copia.db."))
+            .collect()
+    };
+    let mut child = backend_command(&["backup", destination.to_str().expect("utf-8")])
+        .env("DATABASE_PATH", &database)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    // Killed once its copy has begun to grow (polled, no sleep for readiness).
+    let started = std::time::Instant::now();
+    while !leftovers()
+        .iter()
+        .any(|name| std::fs::metadata(folder.path().join(name)).is_ok_and(|metadata| metadata.len() > 0))
+    {
+        assert!(started.elapsed() < PATIENCE, "the copy never began");
+        assert!(child.try_wait().expect("wait").is_none(), "the backup ended before it could be killed");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reaped");
+    assert!(!destination.exists(), "no backup file");
+    let left = leftovers();
+    assert!(left.iter().any(|name| !name.ends_with("-journal")), "SIGKILL leaves the copy (and its journal): {left:?}");
+
+    let taken =
+        run_to_end(backend_command(&["backup", destination.to_str().expect("utf-8")]).env("DATABASE_PATH", &database));
+    assert!(taken.status.success(), "{}", stderr_of(&taken));
+    assert!(leftovers().is_empty(), "the next backup removed it: {:?}", leftovers());
+    let mode = |path: &Path| std::fs::metadata(path).expect("file").permissions().mode() & 0o777;
+    assert_eq!(mode(&destination), 0o600, "a backup is readable by its owner only");
+
+    let export = folder.path().join("catalogo.jsonl");
+    let output = export.to_str().expect("utf-8");
+    let first = run_to_end(backend_command(&["export", "--output", output]).env("DATABASE_PATH", &database));
+    assert!(first.status.success(), "{}", stderr_of(&first));
+    assert_eq!(mode(&export), 0o600, "an export too");
+    std::fs::write(&export, "o arquivo do operador\n").expect("write");
+    let refused = run_to_end(backend_command(&["export", "--output", output]).env("DATABASE_PATH", &database));
+    assert!(!refused.status.success());
+    assert!(stderr_of(&refused).contains("already exists (pass --overwrite to replace it)"), "{}", stderr_of(&refused));
+    assert_eq!(std::fs::read_to_string(&export).expect("read"), "o arquivo do operador\n", "left as it was");
+    let replaced =
+        run_to_end(backend_command(&["export", "--overwrite", "--output", output]).env("DATABASE_PATH", &database));
+    assert!(replaced.status.success(), "{}", stderr_of(&replaced));
+    assert!(std::fs::read_to_string(&export).expect("read").starts_with("{\"formato\""), "replaced by the export");
+}

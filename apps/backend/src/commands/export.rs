@@ -27,9 +27,13 @@ pub struct ExportArgs {
     /// Also write each course's history (oldest entry first) under `historico`.
     #[arg(long)]
     pub history: bool,
-    /// Where to write: a file (written whole or not at all) or `-` for stdout.
+    /// Where to write: a file (written whole or not at all, readable by its owner only) or `-` for
+    /// stdout. An existing file is refused unless --overwrite is given, as for `backup`.
     #[arg(long, default_value = "-")]
     pub output: PathBuf,
+    /// Replace the --output file if it exists.
+    #[arg(long)]
+    pub overwrite: bool,
     /// Courses read per page of the snapshot (memory is bounded by one page).
     #[arg(long, default_value_t = 1000, hide = true, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub page_size: u32,
@@ -120,6 +124,12 @@ fn export_blocking(database: &Database, arguments: &ExportArgs, interrupt: &Inte
         return Ok(status);
     }
     let output = std::path::absolute(&arguments.output).unwrap_or_else(|_| arguments.output.clone());
+    // Checked before reading anything (and again at the rename, which never replaces without it).
+    anyhow::ensure!(
+        arguments.overwrite || std::fs::symlink_metadata(&output).is_err(),
+        "{} already exists (pass --overwrite to replace it)",
+        output.display()
+    );
     let folder = output.parent().map_or_else(|| PathBuf::from("."), Path::to_owned);
     // Beside the output, so that the final rename stays on one file system (atomic). Dropped, it
     // is deleted: an interrupted or failed export leaves no file at all.
@@ -136,7 +146,13 @@ fn export_blocking(database: &Database, arguments: &ExportArgs, interrupt: &Inte
     }
     let temporary = writer.into_inner().map_err(|error| error.into_error()).context("cannot write the export")?;
     temporary.as_file().sync_all().context("cannot write the export")?;
-    atomic_file::replace(temporary, &output).with_context(|| format!("cannot write {}", output.display()))?;
+    if arguments.overwrite {
+        atomic_file::replace(temporary, &output).with_context(|| format!("cannot write {}", output.display()))?;
+    } else {
+        atomic_file::create_new(temporary, &output).with_context(|| {
+            format!("cannot write {} (if it appeared meanwhile, pass --overwrite to replace it)", output.display())
+        })?;
+    }
     Ok(0)
 }
 

@@ -111,8 +111,13 @@ pub fn backup_sqlite(
         let path = path.to_owned();
         move |source| BackupError::File { step, path, source }
     };
-    // A temporary file left by an earlier run stopped at once (second Ctrl-C, kill) is ours to replace.
+    // Temporary files left by earlier runs stopped at once (SIGKILL, a second Ctrl-C): each a
+    // full copy of the catalog, so removed, unless their process still runs.
+    remove_leftovers(destination, "backup").map_err(file_error("removing an old temporary file", destination))?;
     remove_if_present(&temporary).map_err(file_error("removing an old temporary file", &temporary))?;
+    // Made here, empty, readable by its owner only (as exports are): `VACUUM INTO` fills an empty
+    // file and keeps its mode, so the copy is never readable by others, whatever the umask.
+    create_private(&temporary).map_err(file_error("creating the temporary file", &temporary))?;
     let mut connection = SqliteConnection::establish(&database.to_string_lossy())
         .map_err(|error| BackupError::Database { step: "opening the database", source: Box::new(error) })?;
     connection.batch_execute("PRAGMA busy_timeout = 10000;").map_err(database_error("configuring the connection"))?;
@@ -260,6 +265,7 @@ fn restore_with(backup: &Path, database: &Path, before_rename: impl FnOnce()) ->
         }
         error
     };
+    remove_leftovers(database, "restore").map_err(file_error("removing an old temporary file", database))?;
     std::fs::copy(backup, &temporary).map_err(file_error("copying the backup", &temporary)).map_err(cleanup)?;
     let courses = verify_backup(&temporary, backup).map_err(cleanup)?;
     sync_file(&temporary).map_err(file_error("syncing the copy", &temporary)).map_err(cleanup)?;
@@ -372,6 +378,50 @@ fn sibling(path: &Path, purpose: &str) -> PathBuf {
     path.with_file_name(format!(".{name}.{purpose}-{}", std::process::id()))
 }
 
+/// Creates `path`, empty, with mode 0600 (it must not exist).
+fn create_private(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path).map(drop)
+}
+
+/// Removes the temporary files [`sibling`] named for `path` and `purpose` in earlier runs (and
+/// their `-journal`, `-wal`, `-shm`) whose process is gone: a run killed by SIGKILL cannot remove
+/// its own. One whose process still runs (another backup to the same place) is left alone, as is
+/// every file when processes cannot be told (no `/proc`). Each removal is logged.
+fn remove_leftovers(path: &Path, purpose: &str) -> std::io::Result<()> {
+    let proc = Path::new("/proc/self");
+    if !proc.exists() {
+        return Ok(());
+    }
+    let name = path.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
+    let prefix = format!(".{name}.{purpose}-");
+    let folder = match path.parent() {
+        Some(folder) if !folder.as_os_str().is_empty() => folder.to_owned(),
+        _ => PathBuf::from("."),
+    };
+    let entries = match std::fs::read_dir(&folder) {
+        Ok(entries) => entries,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(error) => return Err(error),
+    };
+    for entry in entries {
+        let entry = entry?;
+        let file_name = entry.file_name();
+        let Some(rest) = file_name.to_str().and_then(|text| text.strip_prefix(&prefix)) else { continue };
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        let (pid, suffix) = rest.split_at(digits);
+        if pid.is_empty() || !["", "-journal", "-wal", "-shm"].contains(&suffix) {
+            continue;
+        }
+        if pid == std::process::id().to_string() || Path::new("/proc").join(pid).exists() {
+            continue;
+        }
+        remove_if_present(&entry.path())?;
+        tracing::warn!(path = %entry.path().display(), "removed a temporary file left by an interrupted run");
+    }
+    Ok(())
+}
+
 fn suffixed(path: &Path, suffix: &str) -> PathBuf {
     let mut name = path.as_os_str().to_owned();
     name.push(suffix);
@@ -419,6 +469,40 @@ mod tests {
         .bind::<Text, _>(title)
         .execute(&mut connection)
         .expect("inserted");
+    }
+
+    struct Silent;
+
+    impl MigrationProgress for Silent {
+        fn phase(&self, _phase: MigrationPhase, _total_rows: u64) {}
+        fn advance(&self, _rows: u64) {}
+        fn stop_requested(&self) -> bool {
+            false
+        }
+    }
+
+    /// Issue 24, item 10: a backup is 0600 whatever the umask, and the temporary copies that runs
+    /// killed with SIGKILL left (their process gone) are removed; a live process's is not.
+    #[test]
+    fn a_backup_is_private_and_removes_what_killed_runs_left() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let folder = tempfile::tempdir().expect("temp dir");
+        let (database, destination) = (folder.path().join("cursos.db"), folder.path().join("copia.db"));
+        database_with(&database, "Curso");
+        // No process has this pid (above the kernel's maximum); the parent of this one does run.
+        let dead = folder.path().join(".copia.db.backup-4194305");
+        let dead_journal = folder.path().join(".copia.db.backup-4194305-journal");
+        let alive = folder.path().join(format!(".copia.db.backup-{}", std::os::unix::process::parent_id()));
+        let unrelated = folder.path().join(".copia.db.backup-notes");
+        for path in [&dead, &dead_journal, &alive, &unrelated] {
+            std::fs::write(path, b"a full copy of the catalog").expect("write");
+        }
+        backup_sqlite(&database, &destination, false, &Silent).expect("backup");
+        let mode = std::fs::metadata(&destination).expect("backup").permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{mode:o}");
+        assert!(!dead.exists() && !dead_journal.exists(), "a dead run's copy is removed");
+        assert!(alive.exists(), "a running process's copy is left alone");
+        assert!(unrelated.exists(), "only the names a run makes");
     }
 
     /// An app that opens the database in the instant between restore's check and its rename can
