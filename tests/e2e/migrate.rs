@@ -543,3 +543,78 @@ async fn a_killed_backup_leaves_nothing_after_the_next_and_backups_and_exports_a
     assert!(replaced.status.success(), "{}", stderr_of(&replaced));
     assert!(std::fs::read_to_string(&export).expect("read").starts_with("{\"formato\""), "replaced by the export");
 }
+
+/// Issue 24, item 3: `restore` trusted whatever schema the backup had. A trigger that rewrites
+/// every workload to 1, one that deletes history, a dropped unique-title index and a counter
+/// claiming 1,000,000 courses were all restored. Each is refused now, naming what differs, with
+/// the database left as it was; and the apps refuse to start on a file with a planted trigger,
+/// while an operator's own index is only named.
+#[test]
+fn restore_refuses_a_backup_whose_schema_or_counters_were_tampered_with_and_the_apps_refuse_a_planted_trigger() {
+    let (folder, database) = fresh_database();
+    a_large_catalog(&database, 3);
+    let before = titles(&database);
+    let pristine = folder.path().join("copia.db");
+    let taken =
+        run_to_end(backend_command(&["backup", pristine.to_str().expect("utf-8")]).env("DATABASE_PATH", &database));
+    assert!(taken.status.success(), "{}", stderr_of(&taken));
+    for (tampering, named) in [
+        (
+            "CREATE TRIGGER sete_horas AFTER UPDATE ON courses BEGIN
+                 UPDATE courses SET workload_hours = 1 WHERE id = new.id AND workload_hours <> 1; END;",
+            "an extra trigger `sete_horas`",
+        ),
+        (
+            "CREATE TRIGGER sem_historia AFTER INSERT ON course_history BEGIN
+                 DELETE FROM course_history WHERE seq = new.seq; END;",
+            "an extra trigger `sem_historia`",
+        ),
+        ("DROP INDEX courses_active_title_key;", "no index `courses_active_title_key`"),
+        ("UPDATE catalog_counters SET active_courses = 1000000;", "counts 1000000 active courses but holds 3"),
+    ] {
+        let crafted = folder.path().join("adulterado.db");
+        std::fs::copy(&pristine, &crafted).expect("copy");
+        let mut connection = SqliteConnection::establish(&crafted.to_string_lossy()).expect("open");
+        connection.batch_execute(tampering).expect("tamper");
+        drop(connection);
+        let output =
+            run_to_end(backend_command(&["restore", crafted.to_str().expect("utf-8")]).env("DATABASE_PATH", &database));
+        assert!(!output.status.success(), "{tampering}: restored");
+        assert!(stderr_of(&output).contains(named), "{tampering}: {}", stderr_of(&output));
+        assert_eq!(titles(&database), before, "{tampering}: the database is as it was");
+        std::fs::remove_file(&crafted).expect("remove");
+    }
+    let restored =
+        run_to_end(backend_command(&["restore", pristine.to_str().expect("utf-8")]).env("DATABASE_PATH", &database));
+    assert!(restored.status.success(), "the untouched backup restores: {}", stderr_of(&restored));
+
+    // At start: a planted trigger refuses it (nothing served, nothing written)...
+    let mut connection = SqliteConnection::establish(&database.to_string_lossy()).expect("open");
+    connection
+        .batch_execute(
+            "CREATE TRIGGER sete_horas AFTER UPDATE ON courses BEGIN
+                 UPDATE courses SET workload_hours = 1 WHERE id = new.id AND workload_hours <> 1; END;",
+        )
+        .expect("plant");
+    let check = run_to_end(backend_command(&["check"]).env("DATABASE_PATH", &database).env("PORT", "0"));
+    assert!(!check.status.success(), "started on a planted trigger");
+    assert!(
+        everything(&check).contains("does not have this version's schema: an extra trigger `sete_horas`"),
+        "{}",
+        everything(&check)
+    );
+    // ... an operator's own index is named and the server starts.
+    connection
+        .batch_execute("DROP TRIGGER sete_horas; CREATE INDEX relatorio ON courses (workload_hours);")
+        .expect("index");
+    drop(connection);
+    let check = run_to_end(backend_command(&["check"]).env("DATABASE_PATH", &database).env("PORT", "0"));
+    assert!(check.status.success(), "{}", everything(&check));
+    assert!(everything(&check).contains("an extra index `relatorio`"), "{}", everything(&check));
+    assert_eq!(titles(&database), before);
+}
+
+/// What a command printed, on stdout and stderr.
+fn everything(output: &std::process::Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&output.stdout), stderr_of(output))
+}

@@ -90,6 +90,13 @@ fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
 }
 
 fn sqlite_error(error: &OpenStoreError, given: &Path, absolute: &Path, setting: &str) -> DatabaseSettingError {
+    if let OpenStoreError::Schema { differences, .. } = error {
+        return DatabaseSettingError(format!(
+            "the SQLite file of {setting}={} does not have this version's schema: {differences}; nothing was \
+             written and no server starts on it (restore a backup, or drop what was added: docs/operations.md)",
+            absolute.display()
+        ));
+    }
     let cause = root_cause(error);
     let given = if given == absolute {
         String::new()
@@ -99,7 +106,7 @@ fn sqlite_error(error: &OpenStoreError, given: &Path, absolute: &Path, setting: 
     let what = match error {
         OpenStoreError::CreateFolder { path, .. } => format!("cannot create the folder {}", path.display()),
         OpenStoreError::Open { .. } => "cannot open the SQLite file".to_owned(),
-        OpenStoreError::Migrate { .. } => "cannot migrate the SQLite file".to_owned(),
+        OpenStoreError::Migrate { .. } | OpenStoreError::Schema { .. } => "cannot migrate the SQLite file".to_owned(),
     };
     DatabaseSettingError(format!(
         "{cause}: {what} for {setting}={}{given}; set {setting} to a file this user can create and write",

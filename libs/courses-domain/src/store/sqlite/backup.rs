@@ -317,6 +317,27 @@ fn verify_backup(copy: &Path, backup: &Path) -> Result<u64, RestoreError> {
     if let Some(unknown) = applied.iter().find(|version| !known.contains(&version.text)) {
         return Err(not_ours(format!("it was migrated by a newer version (migration {})", unknown.text)));
     }
+    // Brought to this version (on the copy; the apps would at their next start), then compared
+    // object by object with what the migrations make in memory: exactly that, nothing planted.
+    {
+        use diesel_migrations::MigrationHarness as _;
+        connection
+            .run_pending_migrations(MIGRATIONS)
+            .map_err(|error| not_ours(format!("this version's migrations cannot be applied to it: {error}")))?;
+    }
+    let differences = crate::store::sqlite::schema::schema_differences(&mut connection)
+        .map_err(database_error("reading the backup's schema"))?;
+    if !differences.is_empty() {
+        return Err(not_ours(format!(
+            "its schema is not the one this version's migrations make: {}",
+            crate::store::sqlite::schema::describe(&differences)
+        )));
+    }
+    let mismatches = crate::store::sqlite::schema::counter_mismatches(&mut connection)
+        .map_err(database_error("counting the backup's courses"))?;
+    if !mismatches.is_empty() {
+        return Err(RestoreError::Damaged { path: backup.to_owned(), finding: mismatches.join("; ") });
+    }
     let courses = number_of(&mut connection, "SELECT COUNT(*) AS value FROM courses")
         .map_err(|_| not_ours("it has no courses table".to_owned()))?;
     connection.batch_execute("PRAGMA journal_mode = DELETE;").map_err(database_error("preparing the copy"))?;

@@ -18,6 +18,7 @@ mod failure_tests;
 mod file;
 pub(crate) mod follow;
 mod read_cache;
+pub(crate) mod schema;
 mod writer;
 
 use std::path::{Path, PathBuf};
@@ -79,6 +80,18 @@ pub enum OpenStoreError {
         /// The cause.
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The file's schema has what could change writes behind the store's back (an extra trigger),
+    /// or lacks or alters an object of this version's migrations (issue 24, item 3).
+    #[error(
+        "the database {path} does not have this version's schema: {differences}; no server starts on it \
+         (restore a backup, or remove what was added: docs/operations.md)"
+    )]
+    Schema {
+        /// The database file.
+        path: PathBuf,
+        /// What differs, in one line.
+        differences: String,
     },
 }
 
@@ -198,6 +211,22 @@ impl SqliteStore {
                 sql::bring_title_keys_to_rule(&mut SqlConnection::Sqlite(connection))
             })
             .map_err(|error| OpenStoreError::Migrate { path: path.to_owned(), source: error.into() })?;
+        // What the migrations do not make: a trigger (or an object of ours missing or altered)
+        // refuses the start, an operator's own table, index or view is only named (ADR 0041).
+        let differences = schema::schema_differences(&mut connection)
+            .map_err(|error| OpenStoreError::Migrate { path: path.to_owned(), source: error.into() })?;
+        let (harmful, harmless): (Vec<_>, Vec<_>) =
+            differences.into_iter().partition(schema::SchemaDifference::can_change_writes);
+        if !harmful.is_empty() {
+            return Err(OpenStoreError::Schema { path: path.to_owned(), differences: schema::describe(&harmful) });
+        }
+        if !harmless.is_empty() {
+            tracing::warn!(
+                path = %path.display(),
+                differences = %schema::describe(&harmless),
+                "the database has objects this version's migrations do not make; they cannot change what is written, so the store opens"
+            );
+        }
         drop(connection);
         let file = std::sync::Arc::new(DatabaseFile::opened(path).map_err(|error| open_error(error.into()))?);
         let own_writes = std::sync::Arc::default();
