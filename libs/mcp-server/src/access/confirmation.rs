@@ -214,8 +214,28 @@ fn question(course: &Course) -> String {
 
 /// Go ahead with `version` of `course`: the receipt records the [`question`], the `answer` and when it came.
 fn go_ahead(course: &Course, version: u64, answer: &serde_json::Value) -> Confirmation {
-    let receipt = ApprovalReceipt::asked(question(course), version, answer.to_string(), OffsetDateTime::now_utc());
+    let receipt = ApprovalReceipt::asked(question(course), version, recorded_answer(answer), OffsetDateTime::now_utc());
     Confirmation::Confirmed { version, receipt }
+}
+
+/// The most of an answer's JSON a receipt keeps: a yes is a few dozen bytes; a client may send
+/// 64 KiB of anything with it, and every history read would carry it.
+pub(crate) const MAX_ANSWER_BYTES: usize = 2048;
+
+/// The answer as the receipt records it: its JSON when at most [`MAX_ANSWER_BYTES`], otherwise
+/// still JSON, saying it was cut: `{"cortada": true, "bytes": <its size>, "inicio": "<its first
+/// bytes, as text>"}` (issue 24: it was cut at 64 KiB in the middle of a token).
+fn recorded_answer(answer: &serde_json::Value) -> String {
+    let text = answer.to_string();
+    if text.len() <= MAX_ANSWER_BYTES {
+        return text;
+    }
+    // The start is quoted as a JSON string, whose escapes may double it: half the room.
+    let mut end = MAX_ANSWER_BYTES / 4;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    serde_json::json!({ "cortada": true, "bytes": text.len(), "inicio": &text[..end] }).to_string()
 }
 
 fn not_confirmed(course: &Course) -> Confirmation {
@@ -396,6 +416,20 @@ mod tests {
     use time::OffsetDateTime;
 
     use super::*;
+
+    #[test]
+    fn a_long_answer_is_recorded_as_json_that_says_it_was_cut() {
+        let small = serde_json::json!({"action": "accept", "content": {"confirmar": true}});
+        assert_eq!(recorded_answer(&small), small.to_string());
+        let huge =
+            serde_json::json!({"action": "accept", "content": {"confirmar": true, "lixo": "\"é\\".repeat(20_000)}});
+        let recorded = recorded_answer(&huge);
+        assert!(recorded.len() <= MAX_ANSWER_BYTES, "{}", recorded.len());
+        let parsed: serde_json::Value = serde_json::from_str(&recorded).expect("still JSON");
+        assert_eq!(parsed["cortada"], true);
+        assert_eq!(parsed["bytes"], huge.to_string().len());
+        assert!(huge.to_string().starts_with(parsed["inicio"].as_str().expect("text")));
+    }
 
     fn course(title: &str) -> Course {
         let new_course = NewCourse {

@@ -228,7 +228,7 @@ fn reject_unknown(arguments: &JsonObject, known: &[&str], errors: &mut Vec<Strin
     }
     unknown.sort_unstable();
     let accepted = known.iter().map(|name| format!("'{name}'")).collect::<Vec<_>>().join(", ");
-    let unknown = unknown.iter().map(|name| format!("'{}'", shorten(name))).collect::<Vec<_>>().join(", ");
+    let unknown = unknown.iter().map(|name| quote(name)).collect::<Vec<_>>().join(", ");
     errors.push(format!("Argumento desconhecido: {unknown}. Os argumentos aceitos são {accepted}."));
 }
 
@@ -329,6 +329,13 @@ pub(crate) fn course_id(value: &Value, errors: &mut Vec<String>) -> Option<Cours
     parsed
 }
 
+/// A client's name for something, as a message shows it: [`shorten`]ed, between single quotes,
+/// with newlines, quotes, controls and invisible characters escaped (`'a\nb'`), so that it can
+/// neither break the message's lines nor pass for its text.
+pub(crate) fn quote(text: &str) -> String {
+    format!("'{}'", shorten(text).escape_debug())
+}
+
 /// Echoing a client's text back is fine, echoing a megabyte of it is not.
 pub(crate) fn shorten(text: &str) -> String {
     const MAX: usize = 40;
@@ -402,6 +409,13 @@ mod tests {
             message.contains("'titulo'") && message.contains("'cargaHoraria'") && message.contains("'extra'"),
             "{message}"
         );
+    }
+
+    #[test]
+    fn an_unknown_argument_name_is_quoted_with_its_newlines_and_quotes_escaped() {
+        let message = create_error(json!({"titulo": "Rust", "cargaHoraria": 10, "a\nlinha 2: 'b'\u{202e}": 1}));
+        assert!(!message.contains('\n') && !message.contains('\u{202e}'), "{message}");
+        assert!(message.contains(r"'a\nlinha 2: \'b\'\u{202e}'"), "{message}");
     }
 
     #[test]

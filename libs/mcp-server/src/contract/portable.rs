@@ -253,8 +253,8 @@ fn parse_fields(fields: &Map<String, Value>, now: OffsetDateTime) -> Result<Impo
     unknown.sort_unstable();
     if let Some(first) = unknown.first() {
         errors.push(FieldError::row(format!(
-            "campo desconhecido '{}'; os campos de um curso são {}.",
-            arguments::shorten(first),
+            "campo desconhecido {}; os campos de um curso são {}.",
+            arguments::quote(first),
             known[..7].iter().map(|name| format!("'{name}'")).collect::<Vec<_>>().join(", ")
         )));
     }

@@ -112,7 +112,7 @@ const QUOTED_URI_CHARS: usize = 200;
 fn listen_filter_error(filter: &SubscriptionFilter, per_listener: usize) -> Option<McpError> {
     let uris = filter.resource_subscriptions.as_deref().unwrap_or_default();
     if let Some(unknown) = uris.iter().find(|uri| ResourceUri::parse(uri).is_none()) {
-        let quoted: String = unknown.chars().take(QUOTED_URI_CHARS).collect();
+        let quoted: String = unknown.chars().take(QUOTED_URI_CHARS).collect::<String>().escape_debug().to_string();
         return Some(McpError::invalid_params(
             format!(
                 "Recurso desconhecido neste servidor: {quoted}. Só é possível acompanhar cursos://catalogo (e suas \
