@@ -25,7 +25,7 @@ export HOME="$WORK/home"   # the Inspector writes ~/.mcp-inspector
 mkdir -p "$HOME"
 
 if [[ -z "${INTEROP_HTTP_URL:-}" ]]; then
-  API_KEY="inspector-$RANDOM$RANDOM"
+  API_KEY="inspector-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
   start_backend inspector "$WORK/backend.log" API_KEY="$API_KEY" SESSION_MODE=stateful \
     DATABASE_PATH="$WORK/http.db" || { echo "interop: 0 passed, 1 failed"; exit 1; }
   INTEROP_HTTP_URL="$BACKEND_URL"

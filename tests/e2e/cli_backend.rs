@@ -86,6 +86,17 @@ fn an_invalid_setting_fails_at_start_with_a_clear_message() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("invalid API_KEY"), "{stderr}");
     assert!(!stderr.contains("chave com espaço"), "the key is not echoed: {stderr}");
+
+    // Issue 24: a one-character key was accepted.
+    let output = Command::new(binary("mcp-cursos-backend"))
+        .env("API_KEY", "k")
+        .env("PORT", "0")
+        .env("DATABASE_PATH", std::env::temp_dir().join("mcp-cursos-cli-test-never-created/cursos.db"))
+        .output()
+        .expect("run");
+    assert!(!output.status.success(), "a one-character key started the server");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("invalid API_KEY") && stderr.contains("use at least 16"), "{stderr}");
 }
 
 #[test]

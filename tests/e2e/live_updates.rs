@@ -73,7 +73,7 @@ async fn rename<H: rmcp::ClientHandler>(
 #[allow(deprecated, reason = "resources/subscribe is the 2025-era API under test")]
 async fn over_http_a_change_by_one_client_reaches_the_subscribers_of_every_other_on_both_eras() {
     let (_folder, database) = fresh_database();
-    let backend = start_backend(&database, Some("chave-ao-vivo")).await;
+    let backend = start_backend(&database, Some("chave-ao-vivo-de-teste")).await;
     let writer = backend.client(Era::Discover).await;
     let course = create(&writer, "Ao vivo").await;
     let course_uri = course_uri(&course);
@@ -152,7 +152,7 @@ async fn a_stateless_backend_streams_2026_subscriptions_and_refuses_2025_ones_wi
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn course_ids_complete_by_title_over_both_transports_and_eras() {
     let (_folder, database) = fresh_database();
-    let backend = start_backend(&database, Some("chave-completar")).await;
+    let backend = start_backend(&database, Some("chave-completar-de-teste")).await;
     for era in ERAS {
         let (stdio, _stderr) = stdio_client(&database, era).await;
         let http = backend.client(era).await;
@@ -182,9 +182,9 @@ async fn three_replicas_on_one_postgresql_database_share_writes_and_live_updates
     let (_folder, unused_sqlite) = fresh_database();
     let stateful = [("DATABASE_URL", url.as_str())];
     let stateless = [("DATABASE_URL", url.as_str()), ("SESSION_MODE", "stateless")];
-    let first = start_backend_with(&unused_sqlite, Some("chave-replica-1"), &stateful).await;
-    let second = start_backend_with(&unused_sqlite, Some("chave-replica-2"), &stateless).await;
-    let third = start_backend_with(&unused_sqlite, Some("chave-replica-3"), &stateful).await;
+    let first = start_backend_with(&unused_sqlite, Some("chave-replica-1-de-teste"), &stateful).await;
+    let second = start_backend_with(&unused_sqlite, Some("chave-replica-2-de-teste"), &stateless).await;
+    let third = start_backend_with(&unused_sqlite, Some("chave-replica-3-de-teste"), &stateful).await;
 
     // A 2025-era session on the first replica, a 2026-07-28 listen stream on the second.
     let (handler, mut legacy_notices) = recorder();
@@ -360,7 +360,7 @@ async fn raw_legacy_session(backend: &crate::support::Backend, uris: &[String]) 
 #[allow(deprecated, reason = "resources/subscribe is the 2025-era API under test")]
 async fn subscribers_that_stop_reading_never_delay_the_others_and_are_dropped_and_closed() {
     let (_folder, database) = fresh_database();
-    let backend = start_backend(&database, Some("chave-parada")).await;
+    let backend = start_backend(&database, Some("chave-parada-de-teste")).await;
 
     let session = raw_legacy_session(&backend, &catalog_pages(600)).await;
     let get = raw_http(

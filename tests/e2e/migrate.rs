@@ -129,7 +129,7 @@ async fn migrate_round_trips_sqlite_to_postgresql_and_back_field_by_field() {
     // The migrated PostgreSQL catalog serves: a replayed creation returns the migrated course,
     // and a new course comes after every migrated one.
     let url = schema.url();
-    let backend = start_backend_with(&first, Some("chave-migracao"), &[("DATABASE_URL", url.as_str())]).await;
+    let backend = start_backend_with(&first, Some("chave-migracao-de-teste"), &[("DATABASE_URL", url.as_str())]).await;
     let client = backend.client(Era::Initialize).await;
     let replayed = call(
         &client,
@@ -353,7 +353,7 @@ fn titles(database: &Path) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_backup_taken_during_a_burst_of_writes_restores_every_write_acknowledged_before_it() {
     let (folder, database) = fresh_database();
-    let backend = start_backend(&database, Some("chave-backup")).await;
+    let backend = start_backend(&database, Some("chave-backup-de-teste")).await;
     let client = backend.client(Era::Initialize).await;
     let acknowledged = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));

@@ -51,7 +51,7 @@ async fn a_course_the_backend_read_again_and_again_is_read_anew_once_the_stdio_a
     // The backend serves repeated reads of a course from memory while its file is unchanged
     // (ADR 0034): a change by another process must still be what the very next read returns.
     let (_folder, database) = fresh_database();
-    let backend = start_backend(&database, Some("chave-cache")).await;
+    let backend = start_backend(&database, Some("chave-cache-de-teste")).await;
     let over_http = backend.client(Era::Initialize).await;
     let (over_stdio, _stderr) = stdio_client(&database, Era::Initialize).await;
     let created = create(&over_http, "Lido muitas vezes").await["structuredContent"].clone();
@@ -76,7 +76,7 @@ async fn a_course_the_backend_read_again_and_again_is_read_anew_once_the_stdio_a
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_creates_of_one_title_from_both_apps_let_exactly_one_win() {
     let (_folder, database) = fresh_database();
-    let backend = start_backend(&database, Some("chave-corrida")).await;
+    let backend = start_backend(&database, Some("chave-corrida-de-teste")).await;
     let over_http = backend.client(Era::Initialize).await;
     let (over_stdio, _stderr) = stdio_client(&database, Era::Initialize).await;
     for round in 0..10 {

@@ -16,7 +16,7 @@ fn probe(port: &str, host: &str) -> std::process::Output {
 #[tokio::test]
 async fn the_health_command_succeeds_against_a_running_backend_and_fails_once_it_stopped() {
     let (_folder, database) = fresh_database();
-    let backend = start_backend(&database, Some("chave-da-sonda")).await;
+    let backend = start_backend(&database, Some("chave-da-sonda-de-teste")).await;
     let port = backend.base_url.rsplit(':').next().expect("port").to_owned();
     for host in ["127.0.0.1", "0.0.0.0"] {
         let output = tokio::task::spawn_blocking({

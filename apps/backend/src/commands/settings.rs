@@ -44,8 +44,9 @@ pub struct Settings {
     #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
     pub database_url: Option<String>,
 
-    /// The key clients must send as `Authorization: Bearer <key>`. Without one, a random key is
-    /// generated at start and printed once. Prefer the environment variable: flags show in `ps`.
+    /// The key clients must send as `Authorization: Bearer <key>`: at least 16 visible ASCII
+    /// characters (`openssl rand -hex 32`). Without one, a random key is generated at start and
+    /// printed once. Prefer the environment variable: flags show in `ps`.
     #[arg(long, env = "API_KEY", hide_env_values = true)]
     pub api_key: Option<String>,
 

@@ -20,11 +20,22 @@ pub enum ApiKeyError {
     /// Contains a character that cannot travel in an HTTP header (control characters, non-ASCII, spaces).
     #[error("the API key must be visible ASCII characters without spaces")]
     NotAHeaderToken,
+    /// Shorter than [`ApiKey::MIN_CHARS`]: guessable (the length is said, never the key).
+    #[error("the API key has {actual} characters; use at least {minimum} (`openssl rand -hex 32` makes one)")]
+    TooShort {
+        /// [`ApiKey::MIN_CHARS`].
+        minimum: usize,
+        /// The configured key's length.
+        actual: usize,
+    },
 }
 
 impl ApiKey {
     /// Bytes of randomness in a generated key (256 bits).
     const GENERATED_BYTES: usize = 32;
+    /// The shortest key accepted: 16 characters (a one-character key was accepted; 16 random
+    /// hex digits are 64 bits, and generated keys have 68 characters).
+    pub const MIN_CHARS: usize = 16;
 
     /// Checks a configured key.
     ///
@@ -36,6 +47,9 @@ impl ApiKey {
         }
         if !text.bytes().all(|byte| byte.is_ascii_graphic()) {
             return Err(ApiKeyError::NotAHeaderToken);
+        }
+        if text.len() < Self::MIN_CHARS {
+            return Err(ApiKeyError::TooShort { minimum: Self::MIN_CHARS, actual: text.len() });
         }
         Ok(Self(text.to_owned()))
     }
@@ -109,5 +123,14 @@ mod tests {
         assert_eq!(ApiKey::parse("   ").map(|_| ()), Err(ApiKeyError::Empty));
         assert_eq!(ApiKey::parse("com espaço").map(|_| ()), Err(ApiKeyError::NotAHeaderToken));
         assert_eq!(ApiKey::parse("chave\n").map(|_| ()), Err(ApiKeyError::NotAHeaderToken));
+    }
+
+    #[test]
+    fn a_short_key_is_refused_saying_its_length_never_its_text() {
+        let refused = ApiKey::parse("x").map(|_| ()).expect_err("one character");
+        assert_eq!(refused, ApiKeyError::TooShort { minimum: 16, actual: 1 });
+        let refused = ApiKey::parse("quinze-letras-a").map(|_| ()).expect_err("15");
+        assert!(!refused.to_string().contains("quinze"), "{refused}");
+        assert!(ApiKey::parse("dezesseis-letras").is_ok());
     }
 }
