@@ -55,7 +55,8 @@ pub fn code_point(character: char) -> String {
 ///
 /// 1: trimmed, controls dropped, whitespace collapsed, lowercase.
 /// 2: also default-ignorable characters dropped and NFKC normalization.
-pub(crate) const COMPARISON_KEY_RULE: i64 = 2;
+/// 3: full case folding instead of lowercase (`ß` is `ss`, `ς` is `σ`; issue 24).
+pub(crate) const COMPARISON_KEY_RULE: i64 = 3;
 
 impl CourseTitle {
     /// The longest title accepted, in characters (Unicode scalar values), after trimming and NFC.
@@ -150,11 +151,13 @@ pub fn comparison_key_of(text: &str) -> String {
         .chars()
         .filter(|&character| (!character.is_control() || character.is_whitespace()) && !is_default_ignorable(character))
         .collect();
-    // NFKC and lowercasing do not commute (NFKC turns some lowercase-less letters such as U+1D2C
+    // NFKC and case folding do not commute (NFKC turns some caseless letters such as U+1D2C
     // into capitals): repeat until neither changes the text, so the key of a key is itself.
+    // Full case folding, not lowercase: lowercase keeps `ß` and `ς`, so "Straße" and "STRASSE"
+    // (or "ΟΔΟΣ" and "οδος") could both be active titles.
     let mut folded = nfkc(visible);
     for _ in 0..4 {
-        let next = nfkc(folded.to_lowercase());
+        let next = nfkc(caseless::default_case_fold_str(&folded));
         if next == folded {
             break;
         }
@@ -419,6 +422,21 @@ mod tests {
         let first = CourseTitle::parse("INTRODUÇÃO À ÁLGEBRA").expect("valid title");
         let second = CourseTitle::parse("introdução à álgebra").expect("valid title");
         assert_eq!(first.comparison_key(), second.comparison_key());
+    }
+
+    #[test]
+    fn full_case_folding_makes_sharp_s_and_final_sigma_one_title() {
+        let key = |text| CourseTitle::parse(text).expect("valid title").comparison_key();
+        assert_eq!(key("Straße"), key("STRASSE"));
+        assert_eq!(key("straße"), key("strasse"));
+        assert_eq!(key("Stra\u{1E9E}e"), key("strasse"), "capital sharp s");
+        assert_eq!(key("ΟΔΟΣ"), key("οδος"));
+        assert_eq!(key("οδοσ"), key("οδος"), "final and medial sigma");
+        assert_ne!(key("Rust"), key("Rüst"), "folding is not accent stripping");
+        // The key of a key is itself.
+        for text in ["Straße", "ΟΔΟΣ", "ﬁ ǅ ᾈ"] {
+            assert_eq!(comparison_key_of(&comparison_key_of(text)), comparison_key_of(text), "{text}");
+        }
     }
 
     #[test]
