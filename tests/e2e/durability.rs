@@ -223,6 +223,57 @@ async fn a_full_disk_fails_readiness_refuses_what_it_cannot_store_and_loses_noth
     drop(disk);
 }
 
+/// Issue 24, item 2: the log on the disk that fills. Before, the first write after the disk filled
+/// was cut off mid-answer, the next ones hung, and SIGTERM no longer stopped the backend (the log
+/// layer reported its write error with `eprintln!`, which panics when stderr cannot be written; in
+/// release it aborted). Now every write gets its refusal at once, `/health` and `/ready` answer,
+/// SIGTERM stops it, and once there is room again the log says how many lines were lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_disk_that_also_holds_the_log_never_stops_or_delays_the_server() {
+    if !is_root() {
+        eprintln!("not root: the full-disk test needs to mount a tmpfs; not run");
+        return;
+    }
+    let folder = tempfile::tempdir().expect("temp dir");
+    let disk = SmallDisk::mount(&folder.path().join("disk"));
+    let database = folder.path().join("disk/cursos.db");
+    let log = folder.path().join("disk/cursos.log");
+    let backend = crate::support::start_backend_logging_to(&database, KEY, &log).await;
+    let client = backend.client(Era::Initialize).await;
+    let mut acknowledged = vec![create(&client, "Antes").await.expect("acknowledged")];
+
+    let filler = disk.fill();
+    for attempt in 0..5 {
+        // `create` allows PATIENCE for each answer; a refusal is what a full disk gets.
+        match create(&client, &format!("Durante {attempt}")).await {
+            Ok(id) => acknowledged.push(id),
+            Err(refusal) => assert!(refusal.contains("disco") && refusal.contains(WILL_NOT_HELP), "{refusal}"),
+        }
+    }
+    let health = reqwest::get(format!("{}/health", backend.base_url)).await.expect("/health");
+    assert_eq!(health.status().as_u16(), 200);
+    let (status, body) = ready(&backend).await;
+    assert_eq!((status, body["reason"].as_str()), (503, Some("disk_full")), "{body}");
+
+    std::fs::remove_file(filler).expect("free the disk");
+    assert_eq!(ready(&backend).await.0, 200, "ready again once there is room");
+    acknowledged.push(create(&client, "Depois").await.expect("acknowledged again"));
+    drop(client);
+    let log_text = || std::fs::read_to_string(&log).unwrap_or_default();
+    let started = std::time::Instant::now();
+    while !log_text().contains("log lines lost:") {
+        assert!(started.elapsed() < PATIENCE, "no line says what was lost:\n{}", log_text());
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(backend.stop().await.success(), "SIGTERM stops it");
+    let restarted = start_backend(&database, Some(KEY)).await;
+    let client = restarted.client(Era::Initialize).await;
+    assert_eq!(catalog_ids(&client).await, acknowledged, "every acknowledged write, and only those");
+    drop(client);
+    restarted.stop().await;
+    drop(disk);
+}
+
 #[derive(diesel::QueryableByName)]
 struct TextLine {
     #[diesel(sql_type = diesel::sql_types::Text)]

@@ -216,6 +216,47 @@ async fn spawn_backend(
     Backend { child, base_url, mcp_url, api_key, stdout, stderr }
 }
 
+/// [`start_backend`] with its stderr (its log) appended to the file `log`, as an operator's
+/// `2>>cursos.log` does; the listening line is polled for in that file.
+pub(crate) async fn start_backend_logging_to(database: &Path, api_key: &str, log: &Path) -> Backend {
+    let file = std::fs::OpenOptions::new().create(true).append(true).open(log).expect("the log file");
+    let mut command = Command::new(binary("mcp-cursos-backend"));
+    command
+        .env_clear()
+        .env("HOST", "127.0.0.1")
+        .env("PORT", "0")
+        .env("DATABASE_PATH", database)
+        .env("RUST_LOG", "info")
+        .env("API_KEY", api_key)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(file))
+        .kill_on_drop(true);
+    let child = command.spawn().expect("spawn backend");
+    let started = std::time::Instant::now();
+    let mcp_url = loop {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        if let Some(url) = text
+            .lines()
+            .filter(|line| line.contains("listening"))
+            .find_map(|line| line.split_whitespace().find_map(|word| word.strip_prefix("url=")))
+        {
+            break url.to_owned();
+        }
+        assert!(started.elapsed() < PATIENCE, "the backend did not start listening in time:\n{text}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let base_url = mcp_url.trim_end_matches("/mcp").to_owned();
+    Backend {
+        child,
+        base_url,
+        mcp_url,
+        api_key: api_key.to_owned(),
+        stdout: Lines::default(),
+        stderr: Lines::default(),
+    }
+}
+
 impl Backend {
     /// An MCP client over Streamable HTTP with the Bearer key.
     pub(crate) async fn client(&self, era: Era) -> Client {

@@ -3,7 +3,9 @@
 use std::io::IsTerminal;
 
 use clap::ValueEnum;
+use mcp_server::log_writer::WorkerGuard;
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::fmt::writer::BoxMakeWriter;
 
 /// How log lines are written on stderr.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -17,13 +19,27 @@ pub enum LogFormat {
 /// Installs the global subscriber: stderr, `RUST_LOG` (default `info,rmcp=warn`), and `format`.
 /// In JSON, each event is one object per line with its fields at the top level (`timestamp`,
 /// `level`, `target`, `message`, and the event's own fields), for log collectors.
-pub fn install_logging(format: LogFormat) {
+///
+/// Serving, lines go through [`mcp_server::log_writer`] (one writer thread, a bounded lossy
+/// queue): keep the returned guard until the end, it flushes what is queued. A command (export,
+/// backup, ...) writes its lines at once, as they happen, since it may end with `exit`. Either
+/// way a line that cannot be written is dropped and counted, never a panic (issue 24).
+#[must_use]
+pub fn install_logging(format: LogFormat, serving: bool) -> Option<WorkerGuard> {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,rmcp=warn"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let ansi = std::io::stderr().is_terminal();
+    let (writer, guard) = if serving {
+        let (writer, guard) = mcp_server::log_writer::log_writer();
+        (BoxMakeWriter::new(writer), Some(guard))
+    } else {
+        (BoxMakeWriter::new(mcp_server::log_writer::direct_writer), None)
+    };
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(writer).log_internal_errors(false);
     match format {
-        LogFormat::Text => builder.with_ansi(std::io::stderr().is_terminal()).init(),
+        LogFormat::Text => builder.with_ansi(ansi).init(),
         LogFormat::Json => {
             builder.json().flatten_event(true).with_current_span(false).with_span_list(false).init();
         }
     }
+    guard
 }

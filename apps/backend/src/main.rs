@@ -8,7 +8,9 @@ use clap::Parser;
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let settings = Settings::parse();
-    backend::install_logging(settings.log_format);
+    // Held to the end of `main`: it flushes the queued log lines (dropped by `exit` paths, which
+    // log through the direct writer instead).
+    let _logs = backend::install_logging(settings.log_format, settings.command.is_none());
     match &settings.command {
         None => commands::serve::run(&settings).await,
         Some(Command::Keys(command)) => commands::keys::run(command, settings.keys_file.as_deref()),

@@ -196,18 +196,22 @@ pub fn check(
 }
 
 /// Installs the log writer on stderr (stdout belongs to JSON-RPC): `RUST_LOG` honoured, else
-/// `info,rmcp=warn`, in the chosen format.
-pub fn install_logging(format: settings::LogFormat) {
+/// `info,rmcp=warn`, in the chosen format, through [`mcp_server::log_writer`] (a full or slow log
+/// disk never stops or delays the server; issue 24). Keep the guard until the end: it flushes.
+pub fn install_logging(format: settings::LogFormat) -> mcp_server::log_writer::WorkerGuard {
     use std::io::IsTerminal;
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,rmcp=warn"));
-    let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let ansi = std::io::stderr().is_terminal();
+    let (writer, guard) = mcp_server::log_writer::log_writer();
+    let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(writer).log_internal_errors(false);
     match format {
-        settings::LogFormat::Text => logs.with_ansi(std::io::stderr().is_terminal()).init(),
+        settings::LogFormat::Text => logs.with_ansi(ansi).init(),
         settings::LogFormat::Json => {
             logs.json().flatten_event(true).with_current_span(false).with_span_list(false).init();
         }
     }
+    guard
 }
 
 /// The server's input that, at its end, first ends the open listen streams (so that their final

@@ -21,7 +21,7 @@ fn main() -> anyhow::Result<()> {
 
 async fn run() -> anyhow::Result<()> {
     let settings = Settings::parse();
-    mcp_cursos_stdio::install_logging(settings.log_format);
+    let _logs = mcp_cursos_stdio::install_logging(settings.log_format);
     let database_path = settings
         .database_path()
         .context("no per-user data folder (HOME is not set): set DATABASE_PATH to the catalog's SQLite file")?;

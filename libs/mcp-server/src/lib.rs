@@ -28,6 +28,7 @@ mod access;
 pub mod app;
 mod contract;
 mod live;
+pub mod log_writer;
 mod options;
 mod outcomes;
 mod policy_file;

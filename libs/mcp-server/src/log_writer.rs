@@ -1,0 +1,152 @@
+//! [`log_writer`]: where both apps' log lines go, so that logging can never stop, crash or delay
+//! the server (issue 24, item 2).
+//!
+//! With stderr redirected to a file on a full disk, `tracing-subscriber` met the write error and
+//! reported it with `eprintln!`, which panics when stderr cannot be written: the panic took down
+//! whatever task had logged (a request, a session; the next requests hung or were cut) and, in a
+//! panic already unwinding, aborted the process. Now:
+//!
+//! - lines are handed to one writer thread through a bounded queue (`tracing-appender`'s
+//!   non-blocking writer, lossy): a request never waits for the log's disk, and when the queue is
+//!   full the line is dropped, not waited for;
+//! - that thread writes to stderr through [`Stderr`], which never fails: a line that cannot be
+//!   written is dropped and counted, and the first line written afterwards is preceded by one
+//!   saying how many were lost;
+//! - the apps turn off `tracing-subscriber`'s own error reports (`log_internal_errors(false)`).
+//!
+//! [`dropped_log_lines`] is the total of both kinds of loss.
+
+use std::io::{self, Write};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+pub use tracing_appender::non_blocking::WorkerGuard;
+use tracing_appender::non_blocking::{ErrorCounter, NonBlocking, NonBlockingBuilder};
+
+/// Lines queued for the writer thread at most (about 300 bytes each: a few MB when a disk stalls).
+pub const QUEUED_LINES: usize = 8192;
+
+/// Lines that reached the writer thread but could not be written (disk full, a closed pipe).
+static UNWRITTEN: AtomicU64 = AtomicU64::new(0);
+/// Lines dropped because the queue was full, as the non-blocking writer counts them.
+static QUEUE_DROPS: OnceLock<ErrorCounter> = OnceLock::new();
+
+/// The non-blocking, lossy writer for the apps' log layer, and the guard that flushes what is
+/// queued when dropped (keep it alive until the process ends).
+pub fn log_writer() -> (NonBlocking, WorkerGuard) {
+    log_writer_to(Stderr::new(io::stderr()))
+}
+
+fn log_writer_to<W: Write + Send + 'static>(out: Stderr<W>) -> (NonBlocking, WorkerGuard) {
+    let (writer, guard) = NonBlockingBuilder::default()
+        .lossy(true)
+        .buffered_lines_limit(QUEUED_LINES)
+        .thread_name("log-writer")
+        .finish(out);
+    let _ = QUEUE_DROPS.set(writer.error_counter());
+    (writer, guard)
+}
+
+/// A writer for a process that may end with `exit` (a command, not a server): each line written
+/// at once, and one that cannot be is dropped and counted, never an error.
+#[must_use]
+pub fn direct_writer() -> impl Write {
+    Stderr::new(io::stderr())
+}
+
+/// Log lines lost so far: not written (the disk was full) or dropped (the queue was full).
+#[must_use]
+pub fn dropped_log_lines() -> u64 {
+    UNWRITTEN.load(Ordering::Relaxed) + QUEUE_DROPS.get().map_or(0, |counter| counter.dropped_lines() as u64)
+}
+
+/// A writer that never fails: what it cannot write is counted in [`UNWRITTEN`] and said, once
+/// writing works again, in one line of its own.
+pub(crate) struct Stderr<W> {
+    out: W,
+    /// Lines lost since the last line written.
+    lost_since_written: u64,
+}
+
+impl<W: Write> Stderr<W> {
+    pub(crate) fn new(out: W) -> Self {
+        Self { out, lost_since_written: 0 }
+    }
+}
+
+impl<W: Write> Write for Stderr<W> {
+    fn write(&mut self, line: &[u8]) -> io::Result<usize> {
+        if self.lost_since_written > 0 {
+            let notice = format!(
+                "WARN log lines lost: {} could not be written (the log's disk was full or its pipe closed)\n",
+                self.lost_since_written
+            );
+            if self.out.write_all(notice.as_bytes()).is_err() {
+                self.lost(1);
+                return Ok(line.len());
+            }
+            self.lost_since_written = 0;
+        }
+        if self.out.write_all(line).and_then(|()| self.out.flush()).is_err() {
+            self.lost(1);
+        }
+        Ok(line.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        let _ = self.out.flush();
+        Ok(())
+    }
+}
+
+impl<W> Stderr<W> {
+    fn lost(&mut self, lines: u64) {
+        self.lost_since_written += lines;
+        UNWRITTEN.fetch_add(lines, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A destination that fails while `full` is set, like a file on a full disk.
+    #[derive(Clone, Default)]
+    struct Disk {
+        written: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+        full: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    }
+
+    impl Write for Disk {
+        fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+            if self.full.load(Ordering::SeqCst) {
+                return Err(io::Error::from_raw_os_error(28));
+            }
+            self.written.lock().expect("lock").extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn lines_that_cannot_be_written_are_counted_and_said_once_writing_works_again() {
+        let disk = Disk::default();
+        let mut out = Stderr::new(disk.clone());
+        let before = UNWRITTEN.load(Ordering::Relaxed);
+        assert_eq!(out.write(b"um\n").expect("never fails"), 3);
+        disk.full.store(true, Ordering::SeqCst);
+        for _ in 0..3 {
+            assert_eq!(out.write(b"perdida\n").expect("never fails"), 8);
+        }
+        assert!(UNWRITTEN.load(Ordering::Relaxed) >= before + 3);
+        disk.full.store(false, Ordering::SeqCst);
+        out.write_all(b"dois\n").expect("never fails");
+        let written = String::from_utf8(disk.written.lock().expect("lock").clone()).expect("text");
+        assert_eq!(
+            written,
+            "um\nWARN log lines lost: 3 could not be written (the log's disk was full or its pipe closed)\ndois\n"
+        );
+    }
+}
