@@ -184,3 +184,31 @@ async fn the_stdio_app_follows_its_policy_file_and_answers_old_tool_names_in_por
     assert!(message.starts_with("Ferramenta desconhecida"), "{message}");
     client.cancel().await.expect("close");
 }
+
+/// Issue 24, item 9: a policy rule for a catalog no key names and no course uses (a typo such as
+/// `time-azull`) applied to no one, silently. Now the backend warns at start and at each reload,
+/// naming it; the catalog its key is in is not named.
+#[tokio::test]
+async fn a_policy_catalog_that_no_key_and_no_course_uses_is_warned_of_at_start_and_on_reload() {
+    let (folder, database) = fresh_database();
+    let policy_file = folder.path().join("politica.txt");
+    std::fs::write(
+        &policy_file,
+        "catalogo padrao desativar ferramenta arquivar_curso\ncatalogo time-azull somente-leitura\n",
+    )
+    .expect("write");
+    let setting = policy_file.to_str().expect("UTF-8 path");
+    let backend =
+        start_backend_with(&database, Some("chave-de-teste-longa-o-bastante"), &[("POLICY_FILE", setting)]).await;
+    backend.wait_for_log("catalog=time-azull").await;
+    let warnings = |backend: &crate::support::Backend| -> Vec<String> {
+        backend.stderr.all().lines().filter(|line| line.contains("apply to no one")).map(str::to_owned).collect()
+    };
+    assert!(warnings(&backend).iter().all(|line| !line.contains("catalog=padrao")), "{:?}", warnings(&backend));
+
+    // Rewritten with another typo: warned of again, by its name.
+    std::fs::write(&policy_file, "catalogo time-verde somente-leitura\n").expect("write");
+    backend.wait_for_log("catalog=time-verde").await;
+    assert!(warnings(&backend).len() >= 2, "{:?}", warnings(&backend));
+    assert!(backend.stop().await.success());
+}

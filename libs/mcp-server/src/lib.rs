@@ -54,7 +54,7 @@ pub use access::confirmation::ConfirmationSecretTooShort;
 pub use access::policy::{Policy, PolicyError};
 pub use live::hub::{HubCounts, LiveUpdateLimits, SessionCloser};
 pub use options::{ServerOptions, UnconfirmedArchive};
-pub use policy_file::{PolicyFile, PolicyFileError, PolicyReload};
+pub use policy_file::{CallersCatalogs, PolicyFile, PolicyFileError, PolicyReload};
 pub use server::CursosServer;
 pub use setup::{Running, Setup, SetupError};
 pub use state::ServerState;

@@ -6,6 +6,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use courses_domain::CatalogName;
+
 use crate::access::policy::{ListsChanged, Policy, PolicyError};
 use crate::reloaded_file::{self, ReloadedFile, Reread};
 use crate::state::ServerState;
@@ -16,6 +18,62 @@ use crate::state::ServerState;
 #[derive(Debug, Clone)]
 pub struct PolicyFile {
     file: Arc<ReloadedFile>,
+}
+
+/// Which catalogs the app's credentials can put a caller in, for the warning about a policy rule
+/// for a catalog no one uses (a typo in `catalogo time-azull` would otherwise apply to no one).
+#[derive(Clone)]
+pub enum CallersCatalogs {
+    /// Any catalog may come (tokens whose catalog is a claim): nothing to warn about.
+    Any,
+    /// The catalogs named now (a keys file changes while running); the local catalog is added.
+    Known(Arc<dyn Fn() -> Vec<CatalogName> + Send + Sync>),
+}
+
+impl Default for CallersCatalogs {
+    /// Only the local catalog (the stdio app's `--catalog`).
+    fn default() -> Self {
+        Self::Known(Arc::new(Vec::new))
+    }
+}
+
+impl std::fmt::Debug for CallersCatalogs {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Any => formatter.write_str("CallersCatalogs::Any"),
+            Self::Known(_) => formatter.write_str("CallersCatalogs::Known(..)"),
+        }
+    }
+}
+
+/// Warns (once per policy put in force) of each catalog the policy has rules for that no
+/// credential names and that holds no active course: its rules apply to no one. Runs on the Tokio
+/// runtime, if there is one (the counts are reads).
+pub(crate) fn warn_of_unused_catalogs(state: &ServerState, policy: &Policy) {
+    let names: Vec<String> = policy.catalog_names().map(str::to_owned).collect();
+    if names.is_empty() {
+        return;
+    }
+    let named = match state.callers_catalogs() {
+        CallersCatalogs::Any => return,
+        CallersCatalogs::Known(named) => named(),
+    };
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+    let state = state.clone();
+    runtime.spawn(async move {
+        for name in names {
+            let Ok(catalog) = CatalogName::parse(&name) else { continue };
+            if catalog == state.local_catalog || named.contains(&catalog) {
+                continue;
+            }
+            if let Ok(0) = state.catalog().scoped(&catalog).count_active().await {
+                tracing::warn!(
+                    catalog = %catalog,
+                    "the policy file has rules for a catalog that no key names and that has no active course: they apply to no one (a typo?)"
+                );
+            }
+        }
+    });
 }
 
 /// What [`PolicyFile::reload`] did.
@@ -78,6 +136,7 @@ impl PolicyFile {
         match Policy::parse(&text) {
             Ok(policy) => {
                 let summary = policy.summary();
+                warn_of_unused_catalogs(state, &policy);
                 let changed = state.set_policy(policy);
                 tracing::info!(%path, policy = %summary, tools_changed = changed.tools, prompts_changed = changed.prompts, "policy file reloaded");
                 PolicyReload::Replaced(changed)

@@ -45,6 +45,9 @@ pub struct Setup {
     /// What a caller may do now, asked at the moment of an effect (the backend's keyring).
     /// `None` (default): every caller stands unchanged until its expiry.
     pub authority: Option<std::sync::Arc<dyn crate::Authority>>,
+    /// The catalogs the app's credentials can put callers in, for the warning about a policy
+    /// catalog no one uses (default: only [`Self::local_catalog`]).
+    pub callers_catalogs: crate::policy_file::CallersCatalogs,
 }
 
 impl Setup {
@@ -60,6 +63,7 @@ impl Setup {
             live_update_limits: LiveUpdateLimits::default(),
             follow_other_processes: true,
             authority: None,
+            callers_catalogs: crate::policy_file::CallersCatalogs::default(),
         }
     }
 }
@@ -128,7 +132,8 @@ pub const RECHECK_INTERVAL: Duration = Duration::from_millis(250);
 /// Outside a Tokio runtime (the rereading and the followers run on it).
 pub fn start(catalog: Catalog, setup: Setup) -> Result<Running, SetupError> {
     let state = ServerState::with_live_update_limits(catalog, setup.options, setup.live_update_limits)
-        .with_local_catalog(setup.local_catalog);
+        .with_local_catalog(setup.local_catalog)
+        .with_callers_catalogs(setup.callers_catalogs);
     let state = match setup.authority {
         Some(authority) => state.with_authority(authority),
         None => state,
@@ -140,6 +145,7 @@ pub fn start(catalog: Catalog, setup: Setup) -> Result<Running, SetupError> {
     let (state, policy_summary) = match setup.policy {
         Some((policy_file, policy)) => {
             let summary = policy.summary();
+            crate::policy_file::warn_of_unused_catalogs(&state, &policy);
             let state = state.with_policy(policy);
             policy_file.watch(&state, setup.reload_interval);
             (state, Some(summary))

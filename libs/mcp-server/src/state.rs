@@ -33,6 +33,8 @@ pub struct ServerState {
     pub(crate) course_texts: Arc<CourseTexts>,
     /// What a caller may do now, asked at the moment of an effect ([`ServerState::standing`]).
     authority: Arc<dyn Authority>,
+    /// Which catalogs callers can be in (for the policy's unused-catalog warning).
+    callers_catalogs: crate::policy_file::CallersCatalogs,
 }
 
 impl ServerState {
@@ -57,6 +59,7 @@ impl ServerState {
             policy: Arc::default(),
             course_texts: Arc::default(),
             authority: Arc::new(Unchanging),
+            callers_catalogs: crate::policy_file::CallersCatalogs::default(),
         }
     }
 
@@ -142,6 +145,17 @@ impl ServerState {
     pub fn with_local_catalog(mut self, catalog: CatalogName) -> Self {
         self.local_catalog = catalog;
         self
+    }
+
+    /// The catalogs the app's credentials can put callers in (default: the local one only).
+    #[must_use]
+    pub fn with_callers_catalogs(mut self, catalogs: crate::policy_file::CallersCatalogs) -> Self {
+        self.callers_catalogs = catalogs;
+        self
+    }
+
+    pub(crate) fn callers_catalogs(&self) -> &crate::policy_file::CallersCatalogs {
+        &self.callers_catalogs
     }
 
     /// Seals archiving confirmations with `secret` instead of this process's random one, so a

@@ -144,7 +144,25 @@ impl Server {
             // Tokens stand unchanged until their expiry, which the server state checks itself.
             Access::OAuth { keys: None, .. } | Access::NoAuth => None,
         };
-        let running = setup::start(catalog, Setup { confirmation_secret, policy, authority, ..Setup::new(options) })?;
+        // For the warning about a policy catalog no caller can be in (a typo in POLICY_FILE).
+        let callers_catalogs = match &access {
+            Access::OAuth { .. } if settings.oauth_catalog_claim.is_some() => mcp_server::CallersCatalogs::Any,
+            Access::Keys(keys) | Access::OAuth { keys: Some(keys), .. } => {
+                let (keys, fixed) = (keys.clone(), fixed_oauth_catalog(settings));
+                mcp_server::CallersCatalogs::Known(std::sync::Arc::new(move || {
+                    keys.catalogs().into_iter().chain(fixed.clone()).collect()
+                }))
+            }
+            Access::OAuth { keys: None, .. } => {
+                let fixed = fixed_oauth_catalog(settings);
+                mcp_server::CallersCatalogs::Known(std::sync::Arc::new(move || fixed.clone().into_iter().collect()))
+            }
+            Access::NoAuth => mcp_server::CallersCatalogs::default(),
+        };
+        let running = setup::start(
+            catalog,
+            Setup { confirmation_secret, policy, authority, callers_catalogs, ..Setup::new(options) },
+        )?;
         if let Some(policy) = running.policy_summary() {
             tracing::info!(target: LOG_TARGET, policy = %policy, "operator's policy loaded (POLICY_FILE)");
         }
@@ -197,6 +215,11 @@ pub struct ClientConfiguration {
     pub client: &'static str,
     /// A JSON document to paste, or a command line to run.
     pub text: String,
+}
+
+/// `OAUTH_CATALOG`, the one catalog of every token, when set and valid (checked at start).
+fn fixed_oauth_catalog(settings: &Settings) -> Option<courses_domain::CatalogName> {
+    settings.oauth_catalog.as_deref().and_then(|name| courses_domain::CatalogName::parse(name).ok())
 }
 
 /// The configuration of each client the README covers, for `url` with `api_key`: Cursor, VS Code,

@@ -14,6 +14,7 @@ use std::path::Path;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+use courses_domain::CatalogName;
 use mcp_server::reloaded_file::{self, ReloadedFile, Reread};
 use mcp_server::{Authority, Caller, Lapsed, Principal, Scope};
 use tokio_util::sync::CancellationToken;
@@ -103,6 +104,13 @@ impl Keyring {
             }
         }
         found
+    }
+
+    /// The catalogs of the keys accepted now (one per key, repeats included).
+    #[must_use]
+    pub fn catalogs(&self) -> Vec<CatalogName> {
+        let from_file = Arc::clone(&self.from_file.read().unwrap_or_else(std::sync::PoisonError::into_inner));
+        self.fixed.iter().chain(from_file.iter()).map(|accepted| accepted.caller.catalog().clone()).collect()
     }
 
     /// How many keys are accepted now.

@@ -200,6 +200,11 @@ impl Policy {
         changed
     }
 
+    /// The catalogs the policy has rules for (`catalogo <nome>` lines).
+    pub fn catalog_names(&self) -> impl Iterator<Item = &str> {
+        self.catalogs.keys().map(String::as_str)
+    }
+
     /// One line for the log: what is off, globally and per catalog.
     #[must_use]
     pub fn summary(&self) -> String {
