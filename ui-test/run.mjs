@@ -244,6 +244,28 @@ async function main() {
   // The top of it, the size docs/ui-catalogo.png has (copied there by hand when the view changes).
   await page.screenshot({ path: path.join(shots, "readme.png"), clip: { x: 0, y: 0, width: 460, height: 1220 } });
 
+  // 10. A 200-character title without a space on a 360-pixel panel: the hours column stays on
+  // the panel and the title keeps room to be read (issue 24: the table hid the hours).
+  const long = "Arquitetura" + "x".repeat(189);
+  const longCreated = await api.callTool({ name: "criar_curso", arguments: { titulo: long, cargaHoraria: 7 } });
+  if (longCreated.isError) fail(`the long title: ${JSON.stringify(longCreated.content)}`);
+  // The host's panel (420 px in host.html) narrowed to 360 px, as a side panel is.
+  await page.evaluate(() => { document.getElementById("painel").style.width = "360px"; });
+  await view.getByRole("button", { name: "Fechar" }).click();
+  await view.getByLabel("Buscar curso (título ou id)").fill("arquiteturaxxx");
+  await view.getByRole("button", { name: "Buscar", exact: true }).click();
+  await expectText(caption, /Resultado da busca/);
+  await expectCount(rows, 1);
+  await expectText(rows.first(), /7 horas/);
+  const hoursBox = await rows.first().locator("td.num").boundingBox();
+  const titleBox = await rows.first().locator("td").first().boundingBox();
+  const panel = await page.locator("iframe").boundingBox();
+  if (!hoursBox || !panel || hoursBox.x < panel.x || hoursBox.x + hoursBox.width > panel.x + panel.width) {
+    fail(`the hours are off the panel: ${JSON.stringify({ hoursBox, panel })}`);
+  }
+  if (!titleBox || titleBox.width < 120) fail(`the title has no room: ${JSON.stringify(titleBox)}`);
+  await step("titulo-longo");
+
   if (pageErrors.length) fail(`errors in the page: ${pageErrors.join("\n")}`);
   if (attempted.length) fail(`network requests outside the bridge were attempted: ${attempted.join(", ")}`);
   console.log(`ui-test: ${shot} steps passed; screenshots in ${path.relative(root, shots)}`);
