@@ -1337,6 +1337,60 @@ async fn listeners_that_stop_reading_never_delay_the_others_and_are_dropped() {
     good_stream.cancel().await.expect("cancel");
 }
 
+/// Issue 24, item 6: a 3,000-row import into a served catalog dropped every subscriber that was
+/// reading promptly (the mailbox bound counted changes, not what was pending: a 2025 session was
+/// closed, both listen streams ended as "fallen behind"). Now the import is 3,000 announcements
+/// of which each listener of the catalog has one `cursos://catalogo` pending at a time: both stay
+/// and are told.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(deprecated, reason = "resources/subscribe is the 2025-era API this test covers")]
+async fn a_bulk_import_keeps_every_listener_that_reads_and_tells_it() {
+    let (catalog, _database) = open_catalog();
+    let state = ServerState::new(catalog, ServerOptions::default());
+    let (sender, mut session_notices) = tokio::sync::mpsc::unbounded_channel();
+    let session = attach(Recorder(sender), &state, Era::Initialize).await;
+    session.subscribe(rmcp::model::SubscribeRequestParams::new("cursos://catalogo")).await.expect("subscribe");
+    let client = attach((), &state, Era::Discover).await;
+    let filter = rmcp::model::SubscriptionFilter::builder().resource_subscription("cursos://catalogo").build();
+    let mut stream = client.listen(filter).await.expect("subscriptions/listen");
+    until_listen_streams(&state, 1).await;
+
+    let courses: Vec<courses_domain::Course> = (0..3000)
+        .map(|number| {
+            let new = NewCourse {
+                title: CourseTitle::parse(&format!("Importado {number:04}")).expect("title"),
+                workload_hours: WorkloadHours::parse(5).expect("hours"),
+            };
+            courses_domain::Course::create(new, courses_domain::OffsetDateTime::now_utc())
+        })
+        .collect();
+    let importer = state.catalog().clone();
+    let outcomes = tokio::task::spawn_blocking(move || {
+        importer.import_rows(
+            &courses,
+            &Provenance::new("operador", "importar", "{}"),
+            courses_domain::ImportPass::Write,
+        )
+    })
+    .await
+    .expect("joined")
+    .expect("imported");
+    assert_eq!(outcomes.len(), 3000);
+
+    assert_eq!(next_update(&mut session_notices).await, "updated cursos://catalogo");
+    assert_eq!(next_stream_update(&mut stream).await, "notifications/resources/updated cursos://catalogo");
+    let counts = state.listener_counts();
+    assert_eq!(counts.slow_listeners_dropped, 0, "{counts:?}");
+    assert_eq!((counts.listen_streams, counts.sessions), (1, 1), "both listeners are still there: {counts:?}");
+    // And they still hear the next change.
+    let arguments = json!({"titulo": "Depois da importação", "cargaHoraria": 3}).as_object().cloned().expect("object");
+    let created = session.call_tool(CallToolRequestParams::new("criar_curso").with_arguments(arguments)).await;
+    assert_eq!(created.expect("tools/call").is_error, Some(false));
+    assert_eq!(next_update(&mut session_notices).await, "updated cursos://catalogo");
+    assert_eq!(next_stream_update(&mut stream).await, "notifications/resources/updated cursos://catalogo");
+    stream.cancel().await.expect("cancel");
+}
+
 /// Issue 13, item 2: a listen filter naming anything but this server's resources, or more of
 /// them than one stream may hold, is refused and nothing is held.
 #[tokio::test]

@@ -19,8 +19,8 @@
 //! anything; each listener's own drainer (a task per 2025-era session, the `listen` handler for
 //! a stream) sends what its mailbox holds. A listener is dropped when it falls behind: one notice
 //! not accepted within [`LiveUpdateLimits::send_timeout`], or more than
-//! [`LiveUpdateLimits::max_changes_behind`] changes that concern it arriving while its drainer has
-//! not taken its mailbox. A dropped stream ends; a dropped HTTP session is closed through the
+//! [`LiveUpdateLimits::max_changes_behind`] distinct notices waiting in its mailbox while its
+//! drainer has not taken it. A dropped stream ends; a dropped HTTP session is closed through the
 //! [`SessionCloser`] the transport registered, so the client reconnects and reads again.
 //!
 //! What clients may hold is capped ([`LiveUpdateLimits`]): URIs per listener, listen streams and
@@ -55,8 +55,9 @@ pub struct LiveUpdateLimits {
     pub subscriptions: usize,
     /// A listener that has not accepted one notice within this time is dropped.
     pub send_timeout: Duration,
-    /// A listener is dropped when more than this many changes that concern it arrive while its
-    /// drainer has not taken its mailbox (it is still sending the previous batch).
+    /// A listener is dropped when more than this many notices (distinct URIs, and the list
+    /// change) wait in its mailbox for its drainer: what it must be told, not how many changes
+    /// made it (a bulk import is one `cursos://catalogo` notice; issue 24).
     pub max_changes_behind: usize,
 }
 
@@ -69,7 +70,10 @@ impl Default for LiveUpdateLimits {
             subscriptions_per_caller: 2000,
             subscriptions: 10_000,
             send_timeout: Duration::from_secs(10),
-            max_changes_behind: 128,
+            // One more than a listener may subscribe to: a listener that reads is never dropped
+            // for a burst (its pending notices are at most its URIs and the list change); one that
+            // does not take its notices is, by `send_timeout`.
+            max_changes_behind: 1001,
         }
     }
 }

@@ -30,7 +30,6 @@ struct Pending {
     list_changed: bool,
     /// The operator's policy changed the tools or the prompts listed (ADR 0036).
     lists: ListsChanged,
-    changes_behind: usize,
 }
 
 /// What a drainer takes from its mailbox in one go.
@@ -42,14 +41,13 @@ pub(crate) struct Batch {
 }
 
 impl Mailbox {
-    /// Queues what one change means for this listener; false when the listener has fallen
-    /// more than `max_changes_behind` changes (that concern it) behind its drainer.
-    pub(super) fn post(
-        &self,
-        uris: impl Iterator<Item = Arc<str>>,
-        list_changed: bool,
-        max_changes_behind: usize,
-    ) -> bool {
+    /// Queues what one change means for this listener; false when more than `max_behind` notices
+    /// (distinct URIs, and the list change) wait for its drainer. What is counted is what must be
+    /// delivered, not how many changes made it: a bulk write of 3,000 courses is one pending
+    /// `cursos://catalogo` for a listener of the catalog, who stays (issue 24, item 6; before,
+    /// every subscriber reading promptly was dropped). A listener that stops reading is dropped by
+    /// its drainer's send timeout, or here once its distinct pending URIs pass the bound.
+    pub(super) fn post(&self, uris: impl Iterator<Item = Arc<str>>, list_changed: bool, max_behind: usize) -> bool {
         let mut pending = self.pending.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let mut relevant = list_changed;
         let mut added = false;
@@ -67,8 +65,7 @@ impl Mailbox {
             pending.list_changed = true;
             added = true;
         }
-        pending.changes_behind += 1;
-        let keeps_up = pending.changes_behind <= max_changes_behind;
+        let keeps_up = pending.uris.len() + usize::from(pending.list_changed) <= max_behind;
         drop(pending);
         if added {
             self.wake.notify_one();
@@ -91,7 +88,6 @@ impl Mailbox {
 
     pub(crate) fn take(&self) -> Option<Batch> {
         let mut pending = self.pending.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        pending.changes_behind = 0;
         if pending.uris.is_empty() && !pending.list_changed && pending.lists == ListsChanged::default() {
             return None;
         }
@@ -227,13 +223,23 @@ mod tests {
     }
 
     #[test]
-    fn a_listener_that_does_not_take_its_mailbox_falls_behind_after_the_bound() {
+    fn a_listener_falls_behind_on_what_it_must_be_told_not_on_how_many_changes_made_it() {
         let mailbox = Mailbox::default();
         let uri: Arc<str> = Arc::from("cursos://catalogo");
-        for _ in 0..4 {
-            assert!(mailbox.post(std::iter::once(Arc::clone(&uri)), false, 4));
+        // 3,000 changes of one URI (a bulk import, for a listener of the catalog): one notice.
+        for _ in 0..3000 {
+            assert!(mailbox.post(std::iter::once(Arc::clone(&uri)), true, 4));
         }
-        assert!(!mailbox.post(std::iter::once(Arc::clone(&uri)), false, 4), "the fifth change is one too many");
+        let batch = mailbox.take().expect("pending");
+        assert_eq!((batch.uris.len(), batch.list_changed), (1, true));
+        // Distinct URIs beyond the bound: behind.
+        for number in 0..4 {
+            assert!(mailbox.post(std::iter::once(Arc::from(format!("cursos://pagina-{number}"))), false, 4));
+        }
+        assert!(
+            !mailbox.post(std::iter::once(Arc::from("cursos://pagina-4")), false, 4),
+            "a fifth notice is one too many"
+        );
         let _ = mailbox.take();
         assert!(mailbox.post(std::iter::once(uri), false, 4), "taking the mailbox catches up");
     }
