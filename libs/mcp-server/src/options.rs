@@ -49,3 +49,29 @@ impl UnconfirmedArchive {
         }
     }
 }
+
+/// Which catalogs the app's credentials can put a caller in, for the warning about a policy rule
+/// for a catalog no one uses (a typo in `catalogo time-azull` would otherwise apply to no one).
+#[derive(Clone)]
+pub enum CallersCatalogs {
+    /// Any catalog may come (tokens whose catalog is a claim): nothing to warn about.
+    Any,
+    /// The catalogs named now (a keys file changes while running); the local catalog is added.
+    Known(std::sync::Arc<dyn Fn() -> Vec<courses_domain::CatalogName> + Send + Sync>),
+}
+
+impl Default for CallersCatalogs {
+    /// Only the local catalog (the stdio app's `--catalog`).
+    fn default() -> Self {
+        Self::Known(std::sync::Arc::new(Vec::new))
+    }
+}
+
+impl std::fmt::Debug for CallersCatalogs {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Any => formatter.write_str("CallersCatalogs::Any"),
+            Self::Known(_) => formatter.write_str("CallersCatalogs::Known(..)"),
+        }
+    }
+}

@@ -9,6 +9,7 @@ use std::time::Duration;
 use courses_domain::CatalogName;
 
 use crate::access::policy::{ListsChanged, Policy, PolicyError};
+use crate::options::CallersCatalogs;
 use crate::reloaded_file::{self, ReloadedFile, Reread};
 use crate::state::ServerState;
 
@@ -18,32 +19,6 @@ use crate::state::ServerState;
 #[derive(Debug, Clone)]
 pub struct PolicyFile {
     file: Arc<ReloadedFile>,
-}
-
-/// Which catalogs the app's credentials can put a caller in, for the warning about a policy rule
-/// for a catalog no one uses (a typo in `catalogo time-azull` would otherwise apply to no one).
-#[derive(Clone)]
-pub enum CallersCatalogs {
-    /// Any catalog may come (tokens whose catalog is a claim): nothing to warn about.
-    Any,
-    /// The catalogs named now (a keys file changes while running); the local catalog is added.
-    Known(Arc<dyn Fn() -> Vec<CatalogName> + Send + Sync>),
-}
-
-impl Default for CallersCatalogs {
-    /// Only the local catalog (the stdio app's `--catalog`).
-    fn default() -> Self {
-        Self::Known(Arc::new(Vec::new))
-    }
-}
-
-impl std::fmt::Debug for CallersCatalogs {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Any => formatter.write_str("CallersCatalogs::Any"),
-            Self::Known(_) => formatter.write_str("CallersCatalogs::Known(..)"),
-        }
-    }
 }
 
 /// Warns (once per policy put in force) of each catalog the policy has rules for that no

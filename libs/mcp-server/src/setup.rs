@@ -47,7 +47,7 @@ pub struct Setup {
     pub authority: Option<std::sync::Arc<dyn crate::Authority>>,
     /// The catalogs the app's credentials can put callers in, for the warning about a policy
     /// catalog no one uses (default: only [`Self::local_catalog`]).
-    pub callers_catalogs: crate::policy_file::CallersCatalogs,
+    pub callers_catalogs: crate::options::CallersCatalogs,
 }
 
 impl Setup {
@@ -63,7 +63,7 @@ impl Setup {
             live_update_limits: LiveUpdateLimits::default(),
             follow_other_processes: true,
             authority: None,
-            callers_catalogs: crate::policy_file::CallersCatalogs::default(),
+            callers_catalogs: crate::options::CallersCatalogs::default(),
         }
     }
 }

@@ -34,7 +34,7 @@ pub struct ServerState {
     /// What a caller may do now, asked at the moment of an effect ([`ServerState::standing`]).
     authority: Arc<dyn Authority>,
     /// Which catalogs callers can be in (for the policy's unused-catalog warning).
-    callers_catalogs: crate::policy_file::CallersCatalogs,
+    callers_catalogs: crate::options::CallersCatalogs,
 }
 
 impl ServerState {
@@ -59,7 +59,7 @@ impl ServerState {
             policy: Arc::default(),
             course_texts: Arc::default(),
             authority: Arc::new(Unchanging),
-            callers_catalogs: crate::policy_file::CallersCatalogs::default(),
+            callers_catalogs: crate::options::CallersCatalogs::default(),
         }
     }
 
@@ -149,12 +149,12 @@ impl ServerState {
 
     /// The catalogs the app's credentials can put callers in (default: the local one only).
     #[must_use]
-    pub fn with_callers_catalogs(mut self, catalogs: crate::policy_file::CallersCatalogs) -> Self {
+    pub fn with_callers_catalogs(mut self, catalogs: crate::options::CallersCatalogs) -> Self {
         self.callers_catalogs = catalogs;
         self
     }
 
-    pub(crate) fn callers_catalogs(&self) -> &crate::policy_file::CallersCatalogs {
+    pub(crate) fn callers_catalogs(&self) -> &crate::options::CallersCatalogs {
         &self.callers_catalogs
     }
 
