@@ -152,6 +152,19 @@ async fn a_read_only_database_refuses_writes_and_fails_readiness_until_it_is_wri
     after_a_restart_exactly(backend, &database, &acknowledged).await;
 }
 
+/// A temporary folder with an 8 MiB tmpfs mounted on its `disk`, or `None` (said on stderr) when
+/// this process is not root: mounting needs root, which CI has. Nothing else simulates a full
+/// disk without writing the machine's own disk full.
+fn small_disk() -> Option<(tempfile::TempDir, SmallDisk)> {
+    if !is_root() {
+        eprintln!("not root: the full-disk test needs to mount a tmpfs; not run");
+        return None;
+    }
+    let folder = tempfile::tempdir().expect("temp dir");
+    let disk = SmallDisk::mount(&folder.path().join("disk"));
+    Some((folder, disk))
+}
+
 /// A small tmpfs mounted on a folder (root only), unmounted on drop.
 struct SmallDisk {
     folder: PathBuf,
@@ -186,14 +199,7 @@ impl Drop for SmallDisk {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_disk_fails_readiness_refuses_what_it_cannot_store_and_loses_nothing_acknowledged() {
-    if !is_root() {
-        // Mounting a small file system needs root; CI runs as root. Nothing else simulates a full
-        // disk without writing the machine's own disk full.
-        eprintln!("not root: the full-disk test needs to mount a tmpfs; not run");
-        return;
-    }
-    let folder = tempfile::tempdir().expect("temp dir");
-    let disk = SmallDisk::mount(&folder.path().join("disk"));
+    let Some((folder, disk)) = small_disk() else { return };
     let database = folder.path().join("disk/cursos.db");
     let backend = start_backend(&database, Some(KEY)).await;
     let client = backend.client(Era::Initialize).await;
@@ -230,12 +236,7 @@ async fn a_full_disk_fails_readiness_refuses_what_it_cannot_store_and_loses_noth
 /// SIGTERM stops it, and once there is room again the log says how many lines were lost.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_disk_that_also_holds_the_log_never_stops_or_delays_the_server() {
-    if !is_root() {
-        eprintln!("not root: the full-disk test needs to mount a tmpfs; not run");
-        return;
-    }
-    let folder = tempfile::tempdir().expect("temp dir");
-    let disk = SmallDisk::mount(&folder.path().join("disk"));
+    let Some((folder, disk)) = small_disk() else { return };
     let database = folder.path().join("disk/cursos.db");
     let log = folder.path().join("disk/cursos.log");
     let backend = crate::support::start_backend_logging_to(&database, KEY, &log).await;

@@ -149,12 +149,9 @@ pub(crate) async fn start_backend_with_keys_file(
     spawn_backend(database, None, &all, false).await
 }
 
-async fn spawn_backend(
-    database: &Path,
-    api_key: Option<&str>,
-    environment: &[(&str, &str)],
-    read_generated_key: bool,
-) -> Backend {
+/// The backend on `database`, a free loopback port, `RUST_LOG=info` and `api_key` if any, with
+/// nothing else from the test's environment; stdin closed, killed when dropped.
+fn backend_command(database: &Path, api_key: Option<&str>) -> Command {
     let mut command = Command::new(binary("mcp-cursos-backend"));
     command
         .env_clear()
@@ -163,12 +160,21 @@ async fn spawn_backend(
         .env("DATABASE_PATH", database)
         .env("RUST_LOG", "info")
         .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
         .kill_on_drop(true);
     if let Some(key) = api_key {
         command.env("API_KEY", key);
     }
+    command
+}
+
+async fn spawn_backend(
+    database: &Path,
+    api_key: Option<&str>,
+    environment: &[(&str, &str)],
+    read_generated_key: bool,
+) -> Backend {
+    let mut command = backend_command(database, api_key);
+    command.stdout(Stdio::piped()).stderr(Stdio::piped());
     command.envs(environment.iter().copied());
     let mut child = command.spawn().expect("spawn backend");
     let (stderr_found, mut stderr_events) = mpsc::unbounded_channel();
@@ -220,19 +226,11 @@ async fn spawn_backend(
 /// `2>>cursos.log` does; the listening line is polled for in that file.
 pub(crate) async fn start_backend_logging_to(database: &Path, api_key: &str, log: &Path) -> Backend {
     let file = std::fs::OpenOptions::new().create(true).append(true).open(log).expect("the log file");
-    let mut command = Command::new(binary("mcp-cursos-backend"));
-    command
-        .env_clear()
-        .env("HOST", "127.0.0.1")
-        .env("PORT", "0")
-        .env("DATABASE_PATH", database)
-        .env("RUST_LOG", "info")
-        .env("API_KEY", api_key)
-        .stdin(Stdio::null())
+    let child = backend_command(database, Some(api_key))
         .stdout(Stdio::null())
         .stderr(Stdio::from(file))
-        .kill_on_drop(true);
-    let child = command.spawn().expect("spawn backend");
+        .spawn()
+        .expect("spawn backend");
     let started = std::time::Instant::now();
     let mcp_url = loop {
         let text = std::fs::read_to_string(log).unwrap_or_default();
