@@ -103,7 +103,10 @@ class Run:
         info["process"] = p
         return info
 
-    def start_backend(self, binary: str, name: str, port: int, db: str, env: dict) -> dict:
+    def start_backend(self, binary: str, name: str, port: int, db: str, env: dict, ready: bool = True) -> dict:
+        """Starts the backend; with `ready`, polls `/ready` until it is 200: the authorization server's
+        metadata is fetched in the background after the port opens, and a token sent before it is
+        loaded is answered 503 (what the outage pair tests)."""
         lines: list[str] = []
         environment = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", "/tmp"),
@@ -115,6 +118,13 @@ class Run:
         lines[:0] = list(log)  # the lines read before the drain thread started
         self.processes.append(process)
         self.logs[name] = lines
+        if ready:
+            base = f"http://{host}:{got_port}"
+            deadline = time.time() + 30
+            while (r := request("GET", base + "/ready")).status != 200:
+                if time.time() > deadline:
+                    raise RuntimeError(f"backend {name}: /ready still {r.status} {r.text()[:200]} after 30 s")
+                time.sleep(0.05)
         return {"process": process, "url": f"http://{host}:{got_port}/mcp", "base": f"http://{host}:{got_port}",
                 "log": lines}
 
@@ -608,7 +618,7 @@ def outage_pair(run: Run, a) -> None:
     iss = f"http://127.0.0.1:{as_port}"
     b = run.start_backend(a.backend, "outage", port, f"{a.work}/outage.db", {
         "OAUTH_ISSUER": iss, "OAUTH_RESOURCE": resource, "OAUTH_CATALOG_CLAIM": "tenant",
-    })
+    }, ready=False)
     url = b["url"]
     prm = f"{b['base']}/.well-known/oauth-protected-resource/mcp"
 
