@@ -291,8 +291,10 @@ async fn idle_and_slowloris_connections_are_closed_and_never_starve_health_or_a_
     let (_folder, database) = fresh_database();
     let backend =
         start_backend_with(&database, Some(KEY), &[("MAX_CONNECTIONS", "8"), ("HEADER_READ_TIMEOUT", "1")]).await;
-    // A slowloris: a request head that never ends, one byte of one header value at a time.
-    let slowloris = tokio::net::TcpStream::connect(address(&backend)).await.expect("connect");
+    // A slowloris: a request head that never ends, one byte of one header value at a time. The
+    // abusers come from other loopback addresses (127.0.0.2–6), each within its address's share
+    // (4 of 8, ADR 0045), so that together they hold every connection.
+    let slowloris = connect_from([127, 0, 0, 6], &backend).await;
     let (mut slow_reader, mut slow_writer) = slowloris.into_split();
     let host = address(&backend).to_owned();
     let trickle = tokio::spawn(async move {
@@ -304,8 +306,8 @@ async fn idle_and_slowloris_connections_are_closed_and_never_starve_health_or_a_
     });
     // Twice as many idle connections as the cap, without a byte sent.
     let mut idle = Vec::new();
-    for _ in 0..16 {
-        idle.push(tokio::net::TcpStream::connect(address(&backend)).await.expect("connect"));
+    for index in 0..16_u8 {
+        idle.push(connect_from([127, 0, 0, 2 + index % 4], &backend).await);
     }
 
     let health = tokio::time::timeout(crate::support::PATIENCE, reqwest::get(format!("{}/health", backend.base_url)))
@@ -339,6 +341,168 @@ async fn idle_and_slowloris_connections_are_closed_and_never_starve_health_or_a_
     }
     let logs = backend.stderr.all();
     assert!(logs.contains("max_connections=8"), "the cap in force is logged:\n{logs}");
+    assert!(backend.stop().await.success(), "a clean shutdown after the abuse");
+}
+
+/// A connection to the backend from `source`, another loopback address (all of 127/8 is local).
+async fn connect_from(source: [u8; 4], backend: &Backend) -> tokio::net::TcpStream {
+    let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+    socket.bind((std::net::Ipv4Addr::from(source), 0).into()).expect("bind a loopback source address");
+    socket.connect(address(backend).parse().expect("address")).await.expect("connect")
+}
+
+/// Reads one HTTP/1.1 response from `stream`: its status and body (by `Content-Length`).
+async fn read_response(stream: &mut tokio::net::TcpStream) -> (u16, String) {
+    use tokio::io::AsyncReadExt;
+    let mut bytes = Vec::new();
+    let mut buffer = [0_u8; 4096];
+    loop {
+        let read = tokio::time::timeout(crate::support::PATIENCE, stream.read(&mut buffer))
+            .await
+            .expect("an answer in time")
+            .expect("read");
+        assert!(read > 0, "the server closed the connection before answering: {}", String::from_utf8_lossy(&bytes));
+        bytes.extend_from_slice(&buffer[..read]);
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        if let Some((head, body)) = text.split_once("\r\n\r\n") {
+            let length = head
+                .lines()
+                .find_map(|line| line.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().to_owned()))
+                .and_then(|value| value.parse::<usize>().ok())
+                .unwrap_or(0);
+            if body.len() >= length {
+                let status = head.split(' ').nth(1).and_then(|code| code.parse().ok()).expect("a status line");
+                return (status, body[..length].to_owned());
+            }
+        }
+    }
+}
+
+/// A keep-alive `POST /mcp` listing the catalog with `key`, in one buffer.
+fn raw_list(backend: &Backend, key: &str) -> Vec<u8> {
+    let body = json!({"jsonrpc": "2.0", "id": 3, "method": "resources/read",
+                      "params": {"uri": "cursos://catalogo"}})
+    .to_string();
+    format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {key}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2025-11-25\r\nContent-Length: {}\r\n\r\n{body}",
+        address(backend),
+        body.len()
+    )
+    .into_bytes()
+}
+
+/// Issue 24, item 5 (ADR 0045): clients that send requests and never read the answers. One that
+/// pipelines reads of a large catalog and reads nothing is closed once a write waits past
+/// `WRITE_STALL_TIMEOUT`; one key, and one address, hold at most half of `MAX_CONNECTIONS`
+/// (beyond it: 429, connection closed), so a well-behaved caller is still served at the cap
+/// although the idle timeout is an hour. On today's main before this, the keyed request waited
+/// behind the abusers' connections until they let go.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clients_that_never_read_are_cut_off_and_hold_only_their_share_of_the_connections() {
+    use tokio::io::AsyncWriteExt;
+
+    let (folder, database) = fresh_database();
+    let keys_file = folder.path().join("chaves");
+    let abuser = crate::support::new_key(&keys_file, &["--name", "abusador", "--scope", "leitura"]);
+    let honest = crate::support::new_key(&keys_file, &["--name", "honesto", "--scope", "escrita"]);
+    let backend = crate::support::start_backend_with_keys_file(
+        &database,
+        &keys_file,
+        &[
+            ("MAX_CONNECTIONS", "8"),
+            ("HEADER_READ_TIMEOUT", "3600"),
+            ("WRITE_STALL_TIMEOUT", "1"),
+            // Each pipelined read stands alone.
+            ("SESSION_MODE", "stateless"),
+        ],
+    )
+    .await;
+    let logs = backend.stderr.all();
+    assert!(
+        logs.contains("write_stall_timeout=1s")
+            && logs.contains("max_connections_per_address=4")
+            && logs.contains("max_connections_per_key=4"),
+        "the bounds in force are logged:\n{logs}"
+    );
+    // A catalog whose listing is large (about 9 KB an answer), written through the honest key.
+    let client = backend.client_with_key(&honest, Era::Initialize).await;
+    for index in 0..40 {
+        let title = format!("Curso {index:02} para encher o buffer do cliente que não lê {}", "-".repeat(140));
+        let created = mcp_cursos_e2e::call(&client, "criar_curso", json!({"titulo": title, "cargaHoraria": 4})).await;
+        assert_ne!(created.is_error, Some(true), "{created:?}");
+    }
+    client.cancel().await.expect("close the client");
+
+    // 1. A reader that never reads: 2,000 pipelined listings (about 18 MB of answers) on one
+    //    connection, from 127.0.0.2, and not a byte read. The server's writes fill both socket
+    //    buffers, wait, and after WRITE_STALL_TIMEOUT the connection is closed.
+    let stalled = connect_from([127, 0, 0, 2], &backend).await;
+    let (mut stalled_reader, mut stalled_writer) = stalled.into_split();
+    let request = raw_list(&backend, &abuser);
+    let pipeline = tokio::spawn(async move {
+        for _ in 0..2_000 {
+            if stalled_writer.write_all(&request).await.is_err() {
+                return;
+            }
+        }
+    });
+    backend.wait_for_log("did not take its response within WRITE_STALL_TIMEOUT").await;
+    let mut answered = Vec::new();
+    let drained = tokio::time::timeout(crate::support::PATIENCE, async {
+        use tokio::io::AsyncReadExt;
+        let mut buffer = vec![0_u8; 1 << 16];
+        loop {
+            match stalled_reader.read(&mut buffer).await {
+                Ok(0) | Err(_) => return,
+                Ok(read) => answered.extend_from_slice(&buffer[..read]),
+            }
+        }
+    })
+    .await;
+    assert!(drained.is_ok(), "the stalled connection was closed by the server");
+    let answers = answered.windows(12).filter(|window| window == b"HTTP/1.1 200").count();
+    assert!(answers < 2_000, "the server stopped answering the reader that never read ({answers} answers)");
+    pipeline.abort();
+
+    // 2. The shares. From 127.0.0.3, with the abuser's key: 4 connections, each answered once
+    //    and then kept open, never read again (they hold 4 of the 8 connections for an hour).
+    let mut held = Vec::new();
+    for _ in 0..4 {
+        let mut connection = connect_from([127, 0, 0, 3], &backend).await;
+        connection.write_all(&raw_list(&backend, &abuser)).await.expect("send");
+        assert_eq!(read_response(&mut connection).await.0, 200);
+        held.push(connection);
+    }
+    // A fifth from the same address is refused at once: 429, named, closed.
+    let mut fifth = connect_from([127, 0, 0, 3], &backend).await;
+    let (status, body) = read_response(&mut fifth).await;
+    assert_eq!(status, 429, "{body}");
+    assert!(body.contains("too_many_connections") && body.contains("MAX_CONNECTIONS_PER_ADDRESS"), "{body}");
+    assert!(closed_by_the_server(&mut fifth).await, "refused and closed");
+    // From another address, the same key already holds its share: 429 on its request, closed.
+    let mut other_address = connect_from([127, 0, 0, 4], &backend).await;
+    other_address.write_all(&raw_list(&backend, &abuser)).await.expect("send");
+    let (status, body) = read_response(&mut other_address).await;
+    assert_eq!(status, 429, "{body}");
+    assert!(body.contains("too_many_connections") && body.contains("MAX_CONNECTIONS_PER_KEY"), "{body}");
+    assert!(closed_by_the_server(&mut other_address).await, "refused and closed");
+
+    // 3. The honest caller, at the cap's other half: served at once, from its own address.
+    let mut served = Vec::new();
+    for _ in 0..4 {
+        let mut connection = connect_from([127, 0, 0, 1], &backend).await;
+        connection.write_all(&raw_list(&backend, &honest)).await.expect("send");
+        let (status, body) = read_response(&mut connection).await;
+        assert_eq!(status, 200, "{body}");
+        served.push(connection);
+    }
+    let logs = backend.stderr.all();
+    for secret in [&abuser, &honest] {
+        assert!(!logs.contains(secret.as_str()), "no key in the log");
+    }
+    assert!(logs.contains("its caller already holds its share") && logs.contains("abusador"), "{logs}");
+    drop((held, served));
     assert!(backend.stop().await.success(), "a clean shutdown after the abuse");
 }
 

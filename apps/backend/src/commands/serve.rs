@@ -72,7 +72,9 @@ impl Server {
             settings.max_connections,
             open_files,
             Duration::from_secs(settings.header_read_timeout),
-        )?;
+        )?
+        .with_write_stall_timeout(Duration::from_secs(settings.write_stall_timeout))
+        .with_shares(settings.max_connections_per_address, settings.max_connections_per_key);
         // Bound before the database is opened (or created): a port in use changes nothing on disk.
         let listener = bind(&settings.host, settings.port).await?;
         let address = listener.local_addr()?;
@@ -183,6 +185,9 @@ impl Server {
             max_connections = limits.max_connections,
             open_files,
             header_read_timeout = ?limits.header_read_timeout,
+            write_stall_timeout = ?limits.write_stall_timeout,
+            max_connections_per_address = limits.per_address,
+            max_connections_per_key = limits.per_key,
             max_sessions_per_key = settings.max_sessions_per_key,
             "connection limits"
         );

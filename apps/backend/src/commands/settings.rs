@@ -109,6 +109,24 @@ pub struct Settings {
     #[arg(long, env = "HEADER_READ_TIMEOUT", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
     pub header_read_timeout: u64,
 
+    /// Seconds one write may wait for the client to read (its receive window full); then the
+    /// connection is closed. Bounds clients that send requests and never read the answers, and
+    /// stream readers that stopped reading.
+    #[arg(long, env = "WRITE_STALL_TIMEOUT", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub write_stall_timeout: u64,
+
+    /// Most connections one remote address may hold; beyond it a connection is answered 429 and
+    /// closed at once. Default half of MAX_CONNECTIONS (rounded up). Behind a reverse proxy every
+    /// connection comes from the proxy's address: set it to MAX_CONNECTIONS there.
+    #[arg(long, env = "MAX_CONNECTIONS_PER_ADDRESS")]
+    pub max_connections_per_address: Option<NonZeroUsize>,
+
+    /// Most connections one key (or one token's subject) may hold, counted for the caller of each
+    /// connection's latest request; a request beyond it gets 429 and its connection is closed.
+    /// Default half of MAX_CONNECTIONS (rounded up).
+    #[arg(long, env = "MAX_CONNECTIONS_PER_KEY")]
+    pub max_connections_per_key: Option<NonZeroUsize>,
+
     /// Also expose read-only tools mirroring the resources (listar_cursos, ler_curso), for hosts
     /// that give the model tools but not resources. Off by default: duplicates confuse models.
     #[arg(long, env = "RESOURCE_TOOLS", default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]

@@ -5,7 +5,10 @@
 //! [`ConnectionLimits::max_connections`] permits (beyond it, new connections wait in the kernel's
 //! listen backlog, holding no descriptor of ours), and hyper closes a connection that has not sent
 //! a complete request head within [`ConnectionLimits::header_read_timeout`] of opening or of its
-//! previous response: a slowloris or an idle keep-alive connection is reclaimed. The cap is kept
+//! previous response: a slowloris or an idle keep-alive connection is reclaimed. A write that the
+//! client does not take within [`ConnectionLimits::write_stall_timeout`] closes the connection (a
+//! client that sends requests and never reads its answers), and one address, and one caller, hold
+//! at most their [share](super::shares) of the connections (ADR 0045). The cap is kept
 //! below the process's open-files limit, which [`raise_open_files_limit`] raises to the hard limit
 //! at start, so that the database, the keys file and the log always have descriptors left.
 
@@ -15,6 +18,8 @@ use std::time::Duration;
 
 use axum::Router;
 use tokio_util::sync::CancellationToken;
+
+use super::shares::{Shares, refusal_at_accept};
 
 /// Descriptors kept out of the connection cap for everything else the process opens: SQLite's
 /// file, WAL and shared memory per pooled connection, PostgreSQL sockets, the keys file and its
@@ -29,6 +34,9 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 4096;
 /// `setrlimit` fails even under a higher hard limit.
 const OPEN_FILES_WANTED: u64 = 1 << 20;
 
+/// `WRITE_STALL_TIMEOUT` when not set: how long one write to a client may wait for it to read.
+pub const DEFAULT_WRITE_STALL_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// How the accept loop bounds what connections hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConnectionLimits {
@@ -37,6 +45,13 @@ pub struct ConnectionLimits {
     /// Time allowed to send a complete request head, from when the connection opens or its
     /// previous response ends (so also the keep-alive idle timeout).
     pub header_read_timeout: Duration,
+    /// Time one write may wait for the client to take bytes (its receive window full): then the
+    /// connection is closed.
+    pub write_stall_timeout: Duration,
+    /// Most connections of one remote address.
+    pub per_address: usize,
+    /// Most connections of one caller (a key, or a token's issuer and subject).
+    pub per_key: usize,
 }
 
 impl ConnectionLimits {
@@ -59,7 +74,30 @@ impl ConnectionLimits {
             None if room == 0 => return Err(ConnectionCapError::NoRoom { open_files }),
             None => DEFAULT_MAX_CONNECTIONS.min(room),
         };
-        Ok(Self { max_connections, header_read_timeout })
+        let half = max_connections.div_ceil(2);
+        Ok(Self {
+            max_connections,
+            header_read_timeout,
+            write_stall_timeout: DEFAULT_WRITE_STALL_TIMEOUT,
+            per_address: half,
+            per_key: half,
+        })
+    }
+
+    /// With `timeout` as the write-stall bound.
+    #[must_use]
+    pub const fn with_write_stall_timeout(mut self, timeout: Duration) -> Self {
+        self.write_stall_timeout = timeout;
+        self
+    }
+
+    /// With the shares asked for: each defaults to half the cap (rounded up) and is at most the cap.
+    #[must_use]
+    pub fn with_shares(mut self, per_address: Option<NonZeroUsize>, per_key: Option<NonZeroUsize>) -> Self {
+        let half = self.max_connections.div_ceil(2);
+        self.per_address = per_address.map_or(half, NonZeroUsize::get).min(self.max_connections);
+        self.per_key = per_key.map_or(half, NonZeroUsize::get).min(self.max_connections);
+        self
     }
 }
 
@@ -110,7 +148,10 @@ pub fn raise_open_files_limit() -> Option<u64> {
 /// connection that does not send a complete request head within
 /// [`ConnectionLimits::header_read_timeout`] of opening, or of its previous response, is closed
 /// (slowloris and idle keep-alive connections alike); a response being streamed (SSE) is never
-/// cut by it.
+/// cut by it. A write the client does not take within [`ConnectionLimits::write_stall_timeout`]
+/// closes the connection. A connection beyond its address's share is answered 429 and closed at
+/// once; each connection carries its [`ConnectionSlot`](super::shares::ConnectionSlot) in its
+/// requests' extensions, for the `/mcp` gate to count it for its caller.
 ///
 /// # Errors
 /// Only if the connection permits were closed, which nothing does: accept errors are logged and
@@ -122,6 +163,7 @@ pub async fn serve(
     limits: ConnectionLimits,
 ) -> std::io::Result<()> {
     let permits = Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
+    let shares = Shares::new(limits.per_address, limits.per_key);
     let connections = hyper_util::server::graceful::GracefulShutdown::new();
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(hyper_util::rt::TokioTimer::new()).header_read_timeout(limits.header_read_timeout);
@@ -130,9 +172,9 @@ pub async fn serve(
             permit = Arc::clone(&permits).acquire_owned() => permit.map_err(std::io::Error::other)?,
             () = shutdown.cancelled() => break,
         };
-        let stream = tokio::select! {
+        let (stream, remote) = tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, _remote)) => stream,
+                Ok(accepted) => accepted,
                 Err(error) => {
                     accept_failed(&error).await;
                     continue;
@@ -140,22 +182,61 @@ pub async fn serve(
             },
             () = shutdown.cancelled() => break,
         };
+        let Some(address_hold) = shares.hold_address(remote.ip()) else {
+            // Best effort and at once: the permit goes back at the end of this turn.
+            let _ = stream.try_write(&refusal_at_accept(shares.per_address()));
+            tracing::warn!(
+                target: "backend",
+                address = %remote.ip(),
+                per_address = shares.per_address(),
+                "connection refused: its address already holds its share of the connections"
+            );
+            continue;
+        };
         // Without it, small SSE frames wait ~40 ms behind Nagle's algorithm.
         if let Err(error) = stream.set_nodelay(true) {
             tracing::warn!(target: "backend", %error, "cannot set TCP_NODELAY on an accepted socket");
         }
-        let service = hyper_util::service::TowerToHyperService::new(router.clone());
-        let connection = connections.watch(http.serve_connection(hyper_util::rt::TokioIo::new(stream), service));
+        let mut stream = tokio_io_timeout::TimeoutStream::new(stream);
+        stream.set_write_timeout(Some(limits.write_stall_timeout));
+        let slot = Arc::new(shares.slot());
+        let service =
+            hyper_util::service::TowerToHyperService::new(tower::Layer::layer(&axum::Extension(slot), router.clone()));
+        let io = hyper_util::rt::TokioIo::new(Box::pin(stream));
+        let connection = connections.watch(http.serve_connection(io, service));
+        let write_stall_timeout = limits.write_stall_timeout;
         tokio::spawn(async move {
             if let Err(error) = connection.await {
-                tracing::debug!(target: "backend", %error, "connection ended with an error");
+                if is_write_stall(&error) {
+                    tracing::info!(
+                        target: "backend",
+                        address = %remote.ip(),
+                        ?write_stall_timeout,
+                        "connection closed: its client did not take its response within WRITE_STALL_TIMEOUT"
+                    );
+                } else {
+                    tracing::debug!(target: "backend", %error, "connection ended with an error");
+                }
             }
+            drop(address_hold);
             drop(permit);
         });
     }
     drop(listener);
     connections.shutdown().await;
     Ok(())
+}
+
+/// Whether a connection ended because a write waited longer than the write-stall bound.
+fn is_write_stall(error: &hyper::Error) -> bool {
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        if cause.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::TimedOut) {
+            return true;
+        }
+        source = cause.source();
+    }
+    false
 }
 
 /// An accept error: a connection reset before it was accepted is skipped; anything else (such as

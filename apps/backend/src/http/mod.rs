@@ -13,3 +13,4 @@ pub mod metrics;
 pub mod rate_limit;
 pub mod router;
 pub mod session_cap;
+pub mod shares;

@@ -25,6 +25,7 @@ use super::jsonrpc_body;
 use super::metrics::{Metrics, RequestLabel, RequestTimer};
 use super::rate_limit::{RateLimit, RetryAfter};
 use super::session_cap;
+use super::shares::{ConnectionSlot, OverShare};
 use crate::keys::key_name::KeyName;
 use crate::keys::keyring::Keyring;
 use crate::oauth::config::OAuthConfig;
@@ -369,6 +370,12 @@ async fn mcp_gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -
             return refusal;
         }
     };
+    // One caller holds at most its share of the connections (ADR 0045): this one now counts for it.
+    if let Some(slot) = request.extensions().get::<Arc<ConnectionSlot>>()
+        && let Err(over) = slot.attribute(caller.principal().as_str())
+    {
+        return too_many_connections(&caller, over);
+    }
     // A session belongs to the caller that opened it: to anyone else it does not exist (404).
     if let Some(refusal) =
         session_cap::refuse_unless_owner(gate.session_cap.as_deref(), &caller, request.method(), request.headers())
@@ -610,6 +617,26 @@ fn too_many_requests(caller: &Caller, retry_after: RetryAfter) -> Response {
     )
         .into_response();
     response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+    response
+}
+
+fn too_many_connections(caller: &Caller, over: OverShare) -> Response {
+    let per_key = over.per_key;
+    tracing::warn!(target: "backend", key = caller.name(), per_key, "request refused: its caller already holds its share of the connections");
+    let mut response = (
+        StatusCode::TOO_MANY_REQUESTS,
+        axum::Json(json!({
+            "error": "too_many_connections",
+            "message": format!(
+                "too many connections for this key (at most {per_key}, MAX_CONNECTIONS_PER_KEY); close one and retry"
+            ),
+        })),
+    )
+        .into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::RETRY_AFTER, HeaderValue::from(1));
+    // This connection is not counted for the caller: it is closed after this answer.
+    headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
     response
 }
 
