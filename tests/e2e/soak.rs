@@ -73,8 +73,8 @@ impl Target {
 }
 
 /// Opens and abandons `count` sessions from [`CONCURRENCY`] clients at once; returns the peak RSS
-/// seen meanwhile (KiB) and checks every session got its own id.
-async fn open_and_abandon_many(target: &Arc<Target>, count: usize) -> u64 {
+/// seen meanwhile (KiB) and the sessions' ids, and checks every session got its own id.
+async fn open_and_abandon_many(target: &Arc<Target>, count: usize) -> (u64, Vec<String>) {
     let peak = Arc::new(AtomicU64::new(resident_kib(target.pid)));
     let sessions = Arc::new(Mutex::new(HashSet::new()));
     let workers: Vec<_> = (0..CONCURRENCY)
@@ -92,8 +92,9 @@ async fn open_and_abandon_many(target: &Arc<Target>, count: usize) -> u64 {
     for worker in workers {
         tokio::time::timeout(PATIENCE, worker).await.expect("sessions opened in time").expect("no panic");
     }
-    assert_eq!(sessions.lock().expect("sessions").len(), count, "one session per initialize");
-    peak.load(Ordering::Relaxed)
+    let sessions: Vec<String> = sessions.lock().expect("sessions").drain().collect();
+    assert_eq!(sessions.len(), count, "one session per initialize");
+    (peak.load(Ordering::Relaxed), sessions)
 }
 
 /// Polls `/health` until the session manager and the hub hold no session; returns how long it took.
@@ -128,7 +129,7 @@ async fn abandoned_sessions_are_reclaimed_and_memory_stays_flat() {
     // still open when the cycle's last one was opened, time to reclaim them).
     let mut cycles = Vec::new();
     for _ in 0..CYCLES {
-        let peak_kib = open_and_abandon_many(&target, SESSIONS_PER_CYCLE).await;
+        let (peak_kib, _) = open_and_abandon_many(&target, SESSIONS_PER_CYCLE).await;
         let still_open = backend.health().await["sessions"].as_u64().expect("stateful: a session count");
         let reclaimed_in = wait_until_reclaimed(&backend).await;
         cycles.push((peak_kib, resident_kib(target.pid), still_open, reclaimed_in));
@@ -149,5 +150,77 @@ async fn abandoned_sessions_are_reclaimed_and_memory_stays_flat() {
     let client = backend.client(Era::Initialize).await;
     assert!(!client.list_all_tools().await.expect("still serving").is_empty());
     client.cancel().await.expect("close");
+    assert!(backend.stop().await.success());
+}
+
+/// Sessions per burst, and bursts, in [`memory_after_bursts_of_closed_sessions_goes_back`].
+const BURST: usize = 600;
+const BURSTS: usize = 3;
+/// The RSS a warm backend must come back to after the bursts, as a share of what it was before.
+/// The target is 1.2 (met in `bench/session_bursts.py`: 1.14× after five bursts of 2,000, release
+/// figures in `bench/RESULTS.md`); here, beside other tests on a shared machine, 1.5, which still
+/// fails plainly on the allocator that kept the pages (glibc: 8× after three bursts of 2,000).
+const BACK_WITHIN: f64 = 1.5;
+
+/// Issue 24, item 7 (ADR 0046): bursts of sessions opened together and closed (`DELETE`). With
+/// glibc's malloc the backend kept the freed pages (three bursts of 2,000 took it from 30 to 243
+/// MiB); with jemalloc's background threads it comes back, within the allocator's decay (10 s),
+/// near its RSS before the first burst ([`BACK_WITHIN`]). RSS is read from `/proc`, polled (bounded).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_after_bursts_of_closed_sessions_goes_back() {
+    let (_folder, database) = fresh_database();
+    let backend = start_backend_with(&database, Some(KEY), &[("MAX_SESSIONS_PER_KEY", "10000")]).await;
+    let target = Arc::new(Target {
+        http: reqwest::Client::new(),
+        mcp_url: backend.mcp_url.clone(),
+        bearer: format!("Bearer {}", backend.api_key),
+        pid: backend.pid(),
+    });
+    let close_all = |sessions: Vec<String>| {
+        let target = target.clone();
+        async move {
+            for session in sessions {
+                let closed = target
+                    .http
+                    .delete(&target.mcp_url)
+                    .header("authorization", &target.bearer)
+                    .header("mcp-protocol-version", "2025-11-25")
+                    .header("mcp-session-id", &session)
+                    .send()
+                    .await
+                    .expect("DELETE");
+                assert_eq!(closed.status(), StatusCode::NO_CONTENT);
+            }
+        }
+    };
+    // Warm: the pool's connections and their page caches, the runtime's threads.
+    let (_, warm) = open_and_abandon_many(&target, 64).await;
+    close_all(warm).await;
+    wait_until_reclaimed(&backend).await;
+    let before_kib = resident_kib(target.pid);
+    let mut bursts = Vec::new();
+    for _ in 0..BURSTS {
+        let (peak_kib, sessions) = open_and_abandon_many(&target, BURST).await;
+        close_all(sessions).await;
+        wait_until_reclaimed(&backend).await;
+        bursts.push((peak_kib, resident_kib(target.pid)));
+    }
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, clippy::cast_precision_loss)]
+    let bound_kib = (before_kib as f64 * BACK_WITHIN) as u64;
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    let mut now_kib = resident_kib(target.pid);
+    while now_kib > bound_kib && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        now_kib = resident_kib(target.pid);
+    }
+    eprintln!(
+        "bursts: RSS before {before_kib} KiB; {BURSTS} bursts of {BURST} sessions (peak, all closed) {bursts:?}; \
+         then {now_kib} KiB"
+    );
+    assert!(
+        now_kib <= bound_kib,
+        "after {BURSTS} bursts of {BURST} closed sessions the RSS stayed at {now_kib} KiB, over {BACK_WITHIN} × \
+         {before_kib} KiB before the first: {bursts:?}"
+    );
     assert!(backend.stop().await.success());
 }
