@@ -129,6 +129,10 @@ NPX=(npx -y --package "$DIST/mcp-cursos-linux-x64-$VERSION.tgz" --package "$DIST
 check "npx mcp-cursos: an MCP client creates and reads a course over stdio" \
   env DATABASE_PATH="$WORK/npx/cursos.db" "${SMOKE[@]}" --create "Curso pelo npx" --expect "Curso pelo npx" stdio "${NPX[@]}"
 check "npx mcp-cursos --version is $VERSION" bash -c "[[ \"\$(${NPX[*]} --version)\" == 'mcp-cursos-stdio $VERSION' ]]"
+# On a platform without a binary (darwin arm64, as a Mac would report it) the launcher names what works.
+check "the npm launcher on darwin arm64 names the source build and the image, exit 1" bash -c "
+  out=\$(node -e \"Object.defineProperty(process, 'platform', {value: 'darwin'}); Object.defineProperty(process, 'arch', {value: 'arm64'}); require('./packaging/npm/mcp-cursos/bin/mcp-cursos.js')\" 2>&1); rc=\$?
+  echo \"\$out\"; [[ \$rc == 1 && \$out == *'no binary for darwin arm64'* && \$out == *'cargo build --release -p mcp-cursos-stdio'* && \$out == *'container image'* ]]"
 
 echo "-- PyPI wheel (uvx, offline, from the wheel file)"
 export UV_CACHE_DIR="$WORK/uv-cache" UV_TOOL_DIR="$WORK/uv-tools" UV_PYTHON_DOWNLOADS=never

@@ -19,7 +19,13 @@ function binaryPath() {
   const key = `${process.platform} ${process.arch}`;
   const name = PLATFORMS[key];
   if (!name) {
-    throw new Error(`mcp-cursos has no binary for ${key} yet (available: ${Object.keys(PLATFORMS).join(", ")})`);
+    throw new Error(
+      `mcp-cursos has no binary for ${key} yet (available: ${Object.keys(PLATFORMS).join(", ")}). ` +
+        "What works here today: build it from source with Rust 1.95 or later " +
+        "(`cargo build --release -p mcp-cursos-stdio` in a clone of the repository) and point this launcher at it " +
+        "with MCP_CURSOS_BINARY=<clone>/target/release/mcp-cursos-stdio, or use that binary directly; " +
+        "or run the HTTP backend from the container image (podman or docker; see docs/deploy.md)"
+    );
   }
   const executable = process.platform === "win32" ? "mcp-cursos-stdio.exe" : "mcp-cursos-stdio";
   try {
