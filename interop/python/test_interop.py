@@ -410,6 +410,33 @@ async def scenario(t: Tally, target: Target, mode: str) -> None:
 
         if target.leitura_key:
             await read_only(t, target, mode, tag, uri)
+        if target.url:
+            await refused_key(t, target, mode, tag)
+
+
+def describe(error: BaseException) -> str:
+    """Every message in `error`, through exception groups and causes (anyio wraps what a task raised)."""
+    parts = [f"{type(error).__name__}: {getattr(error, 'message', None) or error}"]
+    for inner in getattr(error, "exceptions", ()):
+        parts.append(describe(inner))
+    if error.__cause__ is not None:
+        parts.append(describe(error.__cause__))
+    return " | ".join(parts)
+
+
+async def refused_key(t: Tally, target: Target, mode: str, tag: str) -> None:
+    """A wrong key: the 401's body is a JSON-RPC error (issue 25, item 5), so the SDK says why, not
+    `Server returned an error response`."""
+    async with t.step(f"{tag}: a wrong key → the SDK's error says the key is not valid (401, JSON-RPC body)"):
+        try:
+            async with target.client(mode, key="chave-que-ninguem-criou-" + uuid.uuid4().hex) as c:
+                await c.list_tools()
+        except BaseException as error:  # noqa: BLE001 - the SDK's error, whatever wraps it
+            text = describe(error)
+            assert "the API key is not valid" in text, text
+            assert "Server returned an error response" not in text, text
+        else:
+            raise AssertionError("a wrong key was accepted")
 
 
 async def read_only(t: Tally, target: Target, mode: str, tag: str, uri: str) -> None:

@@ -68,17 +68,19 @@ async fn on_every_interface_without_allowed_hosts_probes_still_answer_and_a_refu
     let refused = post(&backend, &[("authorization", &bearer), ("host", &machine)], initialize_body()).await;
     assert_eq!(refused.status(), StatusCode::FORBIDDEN);
     let body: Value = refused.json().await.expect("json");
-    assert_eq!(body["host"], machine.as_str(), "{body}");
-    assert_eq!(body["setting"], "ALLOWED_HOSTS", "{body}");
-    let message = body["message"].as_str().expect("message");
+    // A JSON-RPC error (SDK clients show its message), the operator's fields in its data.
+    assert_eq!(body["error"]["code"], -32003, "{body}");
+    assert_eq!(body["error"]["data"]["host"], machine.as_str(), "{body}");
+    assert_eq!(body["error"]["data"]["setting"], "ALLOWED_HOSTS", "{body}");
+    let message = body["error"]["message"].as_str().expect("message");
     assert!(message.contains(&machine) && message.contains("ALLOWED_HOSTS"), "{message}");
 
     let headers = [("authorization", bearer.as_str()), ("origin", "https://app.example.com")];
     let refused = post(&backend, &headers, initialize_body()).await;
     assert_eq!(refused.status(), StatusCode::FORBIDDEN);
     let body: Value = refused.json().await.expect("json");
-    assert_eq!(body["origin"], "https://app.example.com", "{body}");
-    assert_eq!(body["setting"], "ALLOWED_ORIGINS", "{body}");
+    assert_eq!(body["error"]["data"]["origin"], "https://app.example.com", "{body}");
+    assert_eq!(body["error"]["data"]["setting"], "ALLOWED_ORIGINS", "{body}");
     assert!(backend.stop().await.success());
 }
 

@@ -415,7 +415,7 @@ fn assert_invalid_token(answer: &Answer, reason: &str) {
     assert_eq!(answer.status, StatusCode::UNAUTHORIZED, "{answer:?}");
     assert!(answer.challenge.starts_with(&format!("Bearer resource_metadata=\"{METADATA_URL}\", scope=\"mcp:read mcp:write\", error=\"invalid_token\", error_description=\"")), "{answer:?}");
     assert!(answer.challenge.contains(reason), "{reason:?} in {answer:?}");
-    assert!(answer.body["message"].as_str().is_some_and(|message| message.contains(reason)), "{answer:?}");
+    assert!(answer.body["error"]["message"].as_str().is_some_and(|message| message.contains(reason)), "{answer:?}");
 }
 
 fn created_id(answer: &Answer) -> String {
@@ -545,7 +545,7 @@ async fn an_unknown_kid_in_a_loop_never_makes_the_server_fetch_the_jwks_more_tha
         let forged = TestKey::es256(&format!("desconhecida-{attempt}"));
         let answer = backend.create(&forged.sign(&issuer.claims(&json!({}))), "Invasor").await;
         assert_eq!(answer.status, StatusCode::UNAUTHORIZED, "{answer:?}");
-        reasons.push(answer.body["message"].as_str().expect("message").to_owned());
+        reasons.push(answer.body["error"]["message"].as_str().expect("message").to_owned());
     }
     assert_eq!(issuer.jwks_fetches(), 3, "the start's fetch and two refetches: the bound of 3 per minute");
     assert!(

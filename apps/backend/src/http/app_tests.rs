@@ -334,7 +334,12 @@ async fn a_request_without_a_valid_bearer_key_gets_401_with_a_challenge_and_the_
         let answer = app.send(post("/mcp", &headers, write())).await;
         assert_eq!(answer.status, StatusCode::UNAUTHORIZED, "{authorization:?}");
         assert_eq!(answer.header("www-authenticate"), format!("Bearer realm=\"mcp-cursos\", error=\"{code}\""));
-        assert_eq!(answer.message()["error"], "unauthorized", "{authorization:?}");
+        // A JSON-RPC error, so that SDK clients show why (issue 25, item 5).
+        let refused = answer.message();
+        assert_eq!((&refused["jsonrpc"], &refused["id"]), (&json!("2.0"), &Value::Null), "{refused}");
+        assert_eq!(refused["error"]["code"], crate::http::refusal::UNAUTHORIZED, "{refused}");
+        assert_eq!(refused["error"]["data"]["error"], "unauthorized", "{authorization:?}");
+        assert!(refused["error"]["message"].as_str().is_some_and(|message| !message.is_empty()), "{refused}");
         let text = answer.text();
         assert!(
             app.keys().iter().chain([&"chave-errada"]).all(|key| !text.contains(key)),
@@ -473,9 +478,12 @@ async fn a_foreign_host_or_origin_gets_403_naming_the_setting_before_any_key_is_
             let answer = app.send(post("/mcp", &headers, write())).await;
             assert_eq!(answer.status, StatusCode::FORBIDDEN, "{name}: {value}, key: {with_key}");
             let body = answer.message();
-            assert_eq!(body[name], value, "the refused value: {body}");
-            assert_eq!(body["setting"], setting, "{body}");
-            let message = body["message"].as_str().expect("message");
+            assert_eq!(body["error"]["code"], crate::http::refusal::FORBIDDEN, "{body}");
+            let data = &body["error"]["data"];
+            assert_eq!(data["error"], "forbidden", "{body}");
+            assert_eq!(data[name], value, "the refused value: {body}");
+            assert_eq!(data["setting"], setting, "{body}");
+            let message = body["error"]["message"].as_str().expect("message");
             assert!(message.contains(value) && message.contains(setting), "{message}");
             assert!(!answer.text().contains(&app.writer), "the key is not echoed");
         }

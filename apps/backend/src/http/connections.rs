@@ -200,14 +200,17 @@ pub async fn serve(
         let mut stream = tokio_io_timeout::TimeoutStream::new(stream);
         stream.set_write_timeout(Some(limits.write_stall_timeout));
         let slot = Arc::new(shares.slot());
-        let service =
-            hyper_util::service::TowerToHyperService::new(tower::Layer::layer(&axum::Extension(slot), router.clone()));
+        let service = hyper_util::service::TowerToHyperService::new(tower::Layer::layer(
+            &axum::Extension(Arc::clone(&slot)),
+            router.clone(),
+        ));
         let io = hyper_util::rt::TokioIo::new(Box::pin(stream));
         let connection = connections.watch(http.serve_connection(io, service));
         let write_stall_timeout = limits.write_stall_timeout;
         tokio::spawn(async move {
             if let Err(error) = connection.await {
                 if is_write_stall(&error) {
+                    slot.stalled();
                     tracing::info!(
                         target: "backend",
                         address = %remote.ip(),

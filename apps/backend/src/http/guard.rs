@@ -231,16 +231,10 @@ impl Forbidden {
             )
         };
         let field = if self.header == "Host" { "host" } else { "origin" };
-        (
-            StatusCode::FORBIDDEN,
-            axum::Json(serde_json::json!({
-                "error": "forbidden",
-                "message": message,
-                field: self.value,
-                "setting": self.setting,
-            })),
-        )
-            .into_response()
+        let mut fields = serde_json::Map::new();
+        fields.insert(field.to_owned(), serde_json::Value::from(self.value));
+        fields.insert("setting".to_owned(), serde_json::Value::from(self.setting));
+        super::refusal::jsonrpc_refusal(StatusCode::FORBIDDEN, "forbidden", &message, fields)
     }
 }
 

@@ -11,6 +11,7 @@ pub mod guard;
 pub mod jsonrpc_body;
 pub mod metrics;
 pub mod rate_limit;
+pub mod refusal;
 pub mod router;
 pub mod session_cap;
 pub mod shares;

@@ -17,13 +17,14 @@ use mcp_server::{Caller, CursosServer, Scope, ServerState};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use serde_json::json;
+use serde_json::{Map, json};
 use tokio_util::sync::CancellationToken;
 
 use super::guard::{self, RequestGuard};
 use super::jsonrpc_body;
 use super::metrics::{Metrics, RequestLabel, RequestTimer};
 use super::rate_limit::{RateLimit, RetryAfter};
+use super::refusal::jsonrpc_refusal;
 use super::session_cap;
 use super::shares::{ConnectionSlot, OverShare};
 use crate::keys::key_name::KeyName;
@@ -128,8 +129,8 @@ pub fn app(state: ServerState, config: AppConfig, shutdown: CancellationToken) -
         (config.access, config.rate_limit.map(RateLimit::per_minute), metrics.clone());
     // One middleware for every check of `/mcp`, in order (ADR 0038), wrapped around rmcp's
     // service itself.
-    let gate = move |session_cap| {
-        let gate = Gate { access, rate_limit, session_cap, metrics: gate_metrics };
+    let gate = move |session_cap, closer| {
+        let gate = Gate { access, rate_limit, session_cap, closer, metrics: gate_metrics };
         middleware::from_fn_with_state(Arc::new(gate), mcp_gate)
     };
     let (mcp_routes, sessions) = if stateful {
@@ -139,11 +140,12 @@ pub fn app(state: ServerState, config: AppConfig, shutdown: CancellationToken) -
         state.close_sessions_with(session_closer(&manager));
         let cap = Arc::new(session_cap::SessionCap::new(Arc::clone(&manager), config.max_sessions_per_key));
         let service = StreamableHttpService::new(factory, Arc::clone(&manager), mcp_config);
-        let service = tower::ServiceBuilder::new().layer(gate(Some(cap))).service(service);
+        let service =
+            tower::ServiceBuilder::new().layer(gate(Some(cap), Some(session_closer(&manager)))).service(service);
         (Router::new().nest_service("/mcp", service), Some(manager))
     } else {
         let service = StreamableHttpService::new(factory, Arc::new(NeverSessionManager::default()), mcp_config);
-        let service = tower::ServiceBuilder::new().layer(gate(None)).service(service);
+        let service = tower::ServiceBuilder::new().layer(gate(None, None)).service(service);
         (Router::new().nest_service("/mcp", service), None)
     };
     let mut routes = Router::new().route("/health", get(liveness)).route("/ready", get(readiness));
@@ -322,13 +324,13 @@ async fn count_response(State(metrics): State<Arc<Metrics>>, request: Request, n
     response
 }
 
-/// What the `/mcp` gate needs: who may call, how often, how many sessions each key may hold
-/// (stateful mode), and where requests are counted.
-#[derive(Debug)]
+/// What the `/mcp` gate needs: who may call, how often, how many sessions each key may hold and
+/// how to close one (stateful mode), and where requests are counted.
 struct Gate {
     access: Access,
     rate_limit: Option<RateLimit>,
     session_cap: Option<Arc<session_cap::SessionCap>>,
+    closer: Option<mcp_server::SessionCloser>,
     metrics: Option<Arc<Metrics>>,
 }
 
@@ -409,6 +411,21 @@ async fn mcp_gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -
     };
     let mut timer = RequestTimer::start(gate.metrics.clone(), label, Some(caller.name().to_owned()));
     let is_delete = parts.method == axum::http::Method::DELETE;
+    // A session's GET stream on a connection that later stalls (its client stopped reading):
+    // the session is closed with it, as the hub closes one it can no longer feed (ADR 0045).
+    if parts.method == axum::http::Method::GET
+        && let (Some(closer), Some(slot), Some(session)) = (
+            &gate.closer,
+            parts.extensions.get::<Arc<ConnectionSlot>>(),
+            parts.headers.get("mcp-session-id").and_then(|value| value.to_str().ok()),
+        )
+    {
+        let (closer, session) = (Arc::clone(closer), session.to_owned());
+        slot.on_write_stall(move || {
+            tracing::info!(target: "backend", "closing a session whose client stopped reading its GET stream (a write stalled)");
+            closer(&session);
+        });
+    }
     parts.extensions.insert(caller);
     let response = next.run(Request::from_parts(parts, axum::body::Body::from(checked.bytes))).await;
     let response = session_end_without_content(is_delete, response);
@@ -537,7 +554,7 @@ fn token_challenge(config: &OAuthConfig, refused: Option<&str>) -> Response {
             "missing Authorization: Bearer <access token>".to_owned()
         }
     };
-    with_challenge(StatusCode::UNAUTHORIZED, json!({ "error": "unauthorized", "message": message }), &challenge)
+    with_challenge(jsonrpc_refusal(StatusCode::UNAUTHORIZED, "unauthorized", &message, Map::new()), &challenge)
 }
 
 /// 403 `insufficient_scope` naming the scopes `needed` (RFC 6750 §3.1).
@@ -548,8 +565,9 @@ fn insufficient_scope(config: &OAuthConfig, needed: &str, description: &str) -> 
         config.resource_metadata_url(),
         quotable(description)
     );
-    let body = json!({ "error": "insufficient_scope", "message": description, "scope": needed });
-    with_challenge(StatusCode::FORBIDDEN, body, &challenge)
+    let mut fields = Map::new();
+    fields.insert("scope".to_owned(), serde_json::Value::from(needed));
+    with_challenge(jsonrpc_refusal(StatusCode::FORBIDDEN, "insufficient_scope", description, fields), &challenge)
 }
 
 /// 400 `invalid_request` for a token in the query string.
@@ -560,7 +578,8 @@ fn token_in_query(config: &OAuthConfig) -> Response {
         "Bearer error=\"invalid_request\", error_description=\"{DESCRIPTION}\", resource_metadata=\"{}\"",
         config.resource_metadata_url()
     );
-    with_challenge(StatusCode::BAD_REQUEST, json!({ "error": "invalid_request", "message": DESCRIPTION }), &challenge)
+    let body = (StatusCode::BAD_REQUEST, axum::Json(json!({ "error": "invalid_request", "message": DESCRIPTION })));
+    with_challenge(body.into_response(), &challenge)
 }
 
 /// 503 when a token cannot be checked now (its introspection does not answer).
@@ -575,8 +594,7 @@ fn authorization_server_unavailable(description: &str) -> Response {
     response
 }
 
-fn with_challenge(status: StatusCode, body: serde_json::Value, challenge: &str) -> Response {
-    let mut response = (status, axum::Json(body)).into_response();
+fn with_challenge(mut response: Response, challenge: &str) -> Response {
     if let Ok(value) = HeaderValue::from_str(challenge) {
         response.headers_mut().insert(header::WWW_AUTHENTICATE, value);
     }
@@ -643,9 +661,7 @@ fn too_many_connections(caller: &Caller, over: OverShare) -> Response {
 fn unauthorized(code: &'static str, description: &'static str) -> Response {
     tracing::warn!(target: "backend", reason = description, "request refused by the API key check");
     let challenge = format!("Bearer realm=\"mcp-cursos\", error=\"{code}\"");
-    let mut response =
-        (StatusCode::UNAUTHORIZED, axum::Json(json!({ "error": "unauthorized", "message": description })))
-            .into_response();
+    let mut response = jsonrpc_refusal(StatusCode::UNAUTHORIZED, "unauthorized", description, Map::new());
     if let Ok(value) = HeaderValue::from_str(&challenge) {
         response.headers_mut().insert(header::WWW_AUTHENTICATE, value);
     }

@@ -51,7 +51,7 @@ impl Shares {
     /// A new connection's slot, owned by no caller until its first request is attributed.
     #[must_use]
     pub fn slot(self: &Arc<Self>) -> ConnectionSlot {
-        ConnectionSlot { shares: Arc::clone(self), owner: Mutex::new(None) }
+        ConnectionSlot { shares: Arc::clone(self), owner: Mutex::new(None), on_stall: Mutex::default() }
     }
 
     /// The share of one address.
@@ -96,11 +96,21 @@ impl Drop for AddressHold {
     }
 }
 
-/// The caller a connection is counted for; put in each request's extensions by the accept loop.
-#[derive(Debug)]
+/// What to do when a connection is closed for a stalled write (its client stopped reading).
+type OnStall = Box<dyn FnOnce() + Send>;
+
+/// The caller a connection is counted for, and what to undo if it stalls; put in each request's
+/// extensions by the accept loop.
 pub struct ConnectionSlot {
     shares: Arc<Shares>,
     owner: Mutex<Option<Arc<str>>>,
+    on_stall: Mutex<Vec<OnStall>>,
+}
+
+impl std::fmt::Debug for ConnectionSlot {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.debug_struct("ConnectionSlot").field("owner", &self.owner).finish_non_exhaustive()
+    }
 }
 
 /// A request refused because its caller already holds its share of the connections.
@@ -138,6 +148,23 @@ impl ConnectionSlot {
             self.shares.release_key(&previous);
         }
         Ok(())
+    }
+}
+
+impl ConnectionSlot {
+    /// Runs `action` if this connection is closed because a write stalled: a 2025-era session
+    /// whose GET stream it carried is closed then (its client stopped reading; ADR 0045), as the
+    /// live-update hub closes one whose stream it can no longer feed (ADR 0022).
+    pub fn on_write_stall(&self, action: impl FnOnce() + Send + 'static) {
+        self.on_stall.lock().unwrap_or_else(PoisonError::into_inner).push(Box::new(action));
+    }
+
+    /// The connection was closed for a stalled write: runs what [`Self::on_write_stall`] asked.
+    pub fn stalled(&self) {
+        let actions = std::mem::take(&mut *self.on_stall.lock().unwrap_or_else(PoisonError::into_inner));
+        for action in actions {
+            action();
+        }
     }
 }
 
