@@ -115,12 +115,16 @@ pub struct KeyEntry {
     pub hash: KeyHash,
 }
 
+/// The next step for a line that is not a key's line (often a key pasted as it is).
+const ADD_A_KEY: &str = "the file holds each key's SHA-256, never the key itself: to add a key, run \
+     `mcp-cursos-backend keys create --name <name> --scope leitura|escrita` (it writes the line and prints the key once)";
+
 /// What is wrong with one line of a keys file. Never quotes a hash.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LineError {
     /// Not three fields (or four, with `catalogo=<catalog>` third).
     #[error(
-        "expected `name scope sha256:<hex>` or `name scope catalogo=<catalog> sha256:<hex>` (fields separated by spaces)"
+        "expected `name scope sha256:<hex>` or `name scope catalogo=<catalog> sha256:<hex>` (fields separated by spaces); {ADD_A_KEY}"
     )]
     FieldCount,
     /// The `catalogo=` field does not name a catalog.
@@ -133,7 +137,7 @@ pub enum LineError {
     #[error("unknown scope {0:?}: use leitura or escrita")]
     Scope(String),
     /// The third field is not `sha256:` and 64 lower-case hex digits.
-    #[error("the hash must be sha256: followed by 64 lower-case hexadecimal digits")]
+    #[error("the hash must be sha256: followed by 64 lower-case hexadecimal digits; {ADD_A_KEY}")]
     Hash,
     /// A name already used on an earlier line.
     #[error("the key name {0} appears twice")]
@@ -588,6 +592,18 @@ mod tests {
                 Err(KeysFileError::Line { line: 2, error }) => assert_eq!(error, expected, "{line}"),
                 other => panic!("{line}: {other:?}"),
             }
+        }
+    }
+
+    #[test]
+    fn a_key_pasted_as_it_is_gets_the_command_that_adds_one_and_is_never_echoed() {
+        let raw = "mcp_4f0c9e1d2b3a49586776a5b4c3d2e1f00112233445566778899aabbccddeeff";
+        for line in [format!("leitor leitura {raw}"), raw.to_owned()] {
+            let error = KeysFile::parse(&format!("{line}\n")).expect_err("not a key's line").to_string();
+            assert!(error.starts_with("line 1: "), "{error}");
+            assert!(error.contains("mcp-cursos-backend keys create --name <name> --scope leitura|escrita"), "{error}");
+            assert!(error.contains("never the key itself"), "{error}");
+            assert!(!error.contains(raw), "the key is never echoed: {error}");
         }
     }
 
