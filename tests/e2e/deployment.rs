@@ -165,10 +165,17 @@ async fn with_log_format_json_each_mcp_request_is_one_json_event_with_its_fields
             .map(|line| serde_json::from_str(line).unwrap_or_else(|error| panic!("not JSON ({error}): {line}")))
             .collect()
     };
+    // Both events: each is written when its response has been sent, through the log's writer
+    // thread, so the refusal's may reach stderr after the test has read the answer.
     let logs = wait_for(
-        "the criar_curso event",
+        "the criar_curso and nao_existe events",
         || backend.stderr.all(),
-        |text| events(text).iter().any(|event| event["message"] == "mcp request" && event["name"] == "criar_curso"),
+        |text| {
+            let events = events(text);
+            let logged =
+                |name: &str| events.iter().any(|event| event["message"] == "mcp request" && event["name"] == name);
+            logged("criar_curso") && logged("nao_existe")
+        },
     )
     .await;
     let events = events(&logs);
