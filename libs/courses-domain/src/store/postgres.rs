@@ -28,12 +28,13 @@ use diesel::ConnectionError;
 use diesel::connection::SimpleConnection;
 use diesel::pg::PgConnection;
 use diesel::prelude::*;
-use diesel::r2d2::{ConnectionManager, CustomizeConnection, Pool, PooledConnection};
+use diesel::r2d2::{ConnectionManager, CustomizeConnection, Pool};
 use diesel::result::{DatabaseErrorKind, Error as DieselError};
 use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
 
 use crate::rules::{CatalogName, CourseId};
 use crate::store::port::{ChangeFollower, RemoteChange, StoreError, WriteError};
+use crate::store::sql::read_pool::{Checkout, ReadPool};
 use crate::store::sql::schema::{catalog_counters, courses};
 use crate::store::sql::{
     self, ActiveCourses, ChangeSummary, ContainingSearch, CourseRow, SharedRead, SharedWrite, SqlBackend,
@@ -80,7 +81,7 @@ pub enum OpenPostgresStoreError {
 /// The PostgreSQL course store: a pool of connections to one database (and, optionally, one schema).
 #[derive(Clone)]
 pub struct PostgresStore {
-    pool: Pool<ConnectionManager<PgConnection>>,
+    pool: ReadPool<PgConnection>,
     schema: Option<String>,
     /// Kept to open the LISTEN connection of [`PostgresStore::follow_changes`]. Never logged.
     url: std::sync::Arc<str>,
@@ -167,13 +168,17 @@ impl std::fmt::Display for FirstConnectionError {
 
 impl std::error::Error for FirstConnectionError {}
 
-/// Puts every new connection of the pool in the store's schema.
+/// Puts every new connection of the pool in the store's schema, if it has one (its `SET
+/// search_path` statement).
 #[derive(Debug)]
-struct SearchPath(String);
+struct SearchPath(Option<String>);
 
 impl CustomizeConnection<PgConnection, diesel::r2d2::Error> for SearchPath {
     fn on_acquire(&self, connection: &mut PgConnection) -> Result<(), diesel::r2d2::Error> {
-        connection.batch_execute(&self.0).map_err(diesel::r2d2::Error::QueryError)
+        match &self.0 {
+            Some(statement) => connection.batch_execute(statement).map_err(diesel::r2d2::Error::QueryError),
+            None => Ok(()),
+        }
     }
 }
 
@@ -221,7 +226,8 @@ impl PostgresStore {
     fn build(url: &str, schema: Option<&str>) -> Result<Self, OpenPostgresStoreError> {
         let connect_error =
             |source: Box<dyn std::error::Error + Send + Sync>| OpenPostgresStoreError::Connect { source };
-        let mut builder = Pool::builder().max_size(POOL_SIZE).min_idle(Some(1)).connection_timeout(CONNECTION_TIMEOUT);
+        let builder = Pool::builder().max_size(POOL_SIZE).min_idle(Some(1)).connection_timeout(CONNECTION_TIMEOUT);
+        let mut search_path = SearchPath(None);
         // One connection first, directly: a wrong host, role, password or database fails here at
         // once with PostgreSQL's own cause (through the pool, r2d2 would retry it for its whole
         // connection timeout and report a timeout). Only a server not up yet is waited for.
@@ -237,13 +243,11 @@ impl PostgresStore {
                     ))
                 })
                 .map_err(|error| OpenPostgresStoreError::Migrate { source: error.into() })?;
-            builder =
-                builder.connection_customizer(Box::new(SearchPath(format!("SET search_path TO \"{schema}\", public"))));
+            search_path = SearchPath(Some(format!("SET search_path TO \"{schema}\", public")));
         }
         drop(first);
-        let pool =
-            builder.build(ConnectionManager::<PgConnection>::new(url)).map_err(|error| connect_error(error.into()))?;
-        let mut connection = pool.get().map_err(|error| connect_error(error.into()))?;
+        let pool = ReadPool::build(builder, url, search_path).map_err(|error| connect_error(error.into()))?;
+        let mut connection = pool.get().map_err(connect_error)?;
         // One process migrates at a time: the others wait for the lock, then find nothing to do.
         connection
             .transaction(|connection| {
@@ -293,7 +297,7 @@ impl PostgresStore {
         self.schema.as_deref()
     }
 
-    fn connection(&self) -> Result<PooledConnection<ConnectionManager<PgConnection>>, StoreError> {
+    fn connection(&self) -> Result<Checkout<PgConnection>, StoreError> {
         self.pool.get().map_err(|error| StoreError::new("no database connection available", error))
     }
 }
@@ -438,7 +442,7 @@ impl SqlBackend for PostgresStore {
     type Connection = PgConnection;
 
     fn pool(&self) -> &Pool<ConnectionManager<PgConnection>> {
-        &self.pool
+        self.pool.pool()
     }
 
     fn run_read<T>(&self, read: impl SharedRead<T>) -> Result<T, StoreError> {

@@ -14,6 +14,8 @@
 //! an instant ([`StoredTimestamp`]), and how a SQLite unique violation is named
 //! ([`SqlConnection::name_title_violation`]).
 
+pub(crate) mod read_pool;
+
 use diesel::backend::Backend;
 use diesel::deserialize::{self, FromSql};
 use diesel::expression::{Expression, ValidGrouping, is_aggregate};

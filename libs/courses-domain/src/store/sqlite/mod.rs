@@ -26,13 +26,14 @@ use std::time::Duration;
 
 use diesel::connection::SimpleConnection;
 use diesel::prelude::*;
-use diesel::r2d2::{ConnectionManager, CustomizeConnection, Pool, PooledConnection};
+use diesel::r2d2::{ConnectionManager, CustomizeConnection, Pool};
 use diesel::result::{DatabaseErrorKind, Error as DieselError};
 use diesel::sqlite::SqliteConnection;
 use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
 
 use crate::rules::{CatalogName, Course, CourseId};
 use crate::store::port::{ChangeFollower, RemoteChange, StoreError, Unwritable, WriteError, inline_read};
+use crate::store::sql::read_pool::{Checkout, ReadPool};
 use crate::store::sql::{
     self, ChangeSummary, ContainingSearch, CourseRow, SharedRead, SharedWrite, SqlBackend, SqlConnection, WriteResult,
     Written, write_error,
@@ -99,7 +100,7 @@ pub enum OpenStoreError {
 #[derive(Clone)]
 pub struct SqliteStore {
     /// Reads: any pooled connection (WAL readers never wait for the writer).
-    pool: Pool<ConnectionManager<SqliteConnection>>,
+    pool: ReadPool<SqliteConnection>,
     /// Writes: the one writer thread of this store, which commits them in batches.
     writer: Writer,
     /// The file opened, to tell whether it can still take durable writes (ADR 0026).
@@ -182,8 +183,7 @@ impl SqliteStore {
         // fails here at once with SQLite's own cause. Through the pool, r2d2 would retry it for its
         // whole connection timeout and report only that it timed out.
         let first = open_first_connection(path, busy_timeout).map_err(open_error)?;
-        let manager = ConnectionManager::<SqliteConnection>::new(path.to_string_lossy());
-        let pool = Pool::builder()
+        let builder = Pool::builder()
             .max_size(POOL_SIZE)
             .min_idle(Some(1))
             .connection_timeout(Duration::from_secs(30))
@@ -195,12 +195,11 @@ impl SqliteStore {
             // open for its life: its SHARED lock keeps the `-shm` the read cache watches from
             // being deleted under it (ADR 0034).
             .idle_timeout(None)
-            .max_lifetime(None)
-            .connection_customizer(Box::new(ConnectionSettings { busy_timeout }))
-            .build(manager)
+            .max_lifetime(None);
+        let pool = ReadPool::build(builder, &path.to_string_lossy(), ConnectionSettings { busy_timeout })
             .map_err(|error| open_error(error.into()))?;
         drop(first);
-        let mut connection = pool.get().map_err(|error| open_error(error.into()))?;
+        let mut connection = pool.get().map_err(open_error)?;
         // One process migrates at a time: the immediate transaction takes the write lock first.
         connection
             .immediate_transaction(|connection| {
@@ -278,10 +277,11 @@ impl SqliteStore {
     }
 
     /// A pooled connection for a read. On the blocking pool it waits for one (up to the pool's
-    /// timeout); in a read the catalog runs on the async worker ([`inline_read`]) it never waits:
+    /// timeout; while the pool cannot open connections, one is opened for the read: [`ReadPool`]);
+    /// in a read the catalog runs on the async worker ([`inline_read`]) it never waits:
     /// with none free now, the read fails and the catalog runs it again on the
     /// blocking pool (ADR 0021).
-    fn connection(&self) -> Result<PooledConnection<ConnectionManager<SqliteConnection>>, StoreError> {
+    fn connection(&self) -> Result<Checkout<SqliteConnection>, StoreError> {
         if inline_read::may_wait() {
             return self.pool.get().map_err(|error| StoreError::new("no database connection available", error));
         }
@@ -333,7 +333,7 @@ impl SqliteStore {
 
     /// Takes every connection of the read pool, waiting for each (tests of a saturated pool).
     #[cfg(test)]
-    pub(crate) fn take_every_read_connection(&self) -> Vec<PooledConnection<ConnectionManager<SqliteConnection>>> {
+    pub(crate) fn take_every_read_connection(&self) -> Vec<Checkout<SqliteConnection>> {
         (0..POOL_SIZE).map(|_| self.pool.get().expect("a pooled connection")).collect()
     }
 
@@ -371,7 +371,7 @@ impl SqlBackend for SqliteStore {
     type Connection = SqliteConnection;
 
     fn pool(&self) -> &Pool<ConnectionManager<SqliteConnection>> {
-        &self.pool
+        self.pool.pool()
     }
 
     fn run_read<T>(&self, read: impl SharedRead<T>) -> Result<T, StoreError> {
