@@ -28,6 +28,8 @@ pub(crate) const MIN_FREE_BYTES: u64 = 1024 * 1024;
 #[derive(Debug)]
 pub(crate) struct DatabaseFile {
     path: PathBuf,
+    /// Where the file really is (symbolic links resolved): SQLite puts its `-wal` and `-shm` there.
+    real_path: PathBuf,
     identity: (u64, u64),
     sidecars: [Sidecar; 2],
 }
@@ -84,6 +86,7 @@ impl DatabaseFile {
             path: path.to_owned(),
             identity: (metadata.dev(), metadata.ino()),
             sidecars: [Sidecar::beside(&real_path, "-wal"), Sidecar::beside(&real_path, "-shm")],
+            real_path,
         })
     }
 
@@ -124,11 +127,13 @@ impl DatabaseFile {
     pub(crate) fn is_writable(&self) -> Result<(), Unwritable> {
         self.is_still_in_place()?;
         // `access`, not `open`: closing any descriptor of the database file would drop the POSIX
-        // locks SQLite holds on it in this process.
-        for file in [self.path.clone(), self.sibling("-wal"), self.sibling("-shm")] {
-            match rustix::fs::access(&file, rustix::fs::Access::WRITE_OK) {
+        // locks SQLite holds on it in this process. The `-wal` and `-shm` where SQLite has them:
+        // beside the file's real path, not beside a symbolic link to it.
+        let [wal, shm] = &self.sidecars;
+        for file in [&self.path, &wal.path, &shm.path] {
+            match rustix::fs::access(file, rustix::fs::Access::WRITE_OK) {
                 Ok(()) => {}
-                Err(rustix::io::Errno::NOENT) if file != self.path => {}
+                Err(rustix::io::Errno::NOENT) if *file != self.path => {}
                 Err(error) => {
                     tracing::error!(path = %file.display(), %error, "the database cannot be written");
                     return Err(Unwritable::ReadOnly);
@@ -166,16 +171,75 @@ impl DatabaseFile {
         }
     }
 
-    fn sibling(&self, suffix: &str) -> PathBuf {
-        let mut name = self.path.as_os_str().to_owned();
-        name.push(suffix);
-        PathBuf::from(name)
-    }
-
+    /// The folder the file really is in, where SQLite creates its `-wal` and `-shm`.
     fn folder(&self) -> PathBuf {
-        match self.path.parent() {
+        match self.real_path.parent() {
             Some(folder) if !folder.as_os_str().is_empty() => folder.to_owned(),
             _ => PathBuf::from("."),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::process::Command;
+
+    use super::*;
+
+    /// Makes a file unwritable for this process: `chattr +i` as root (root ignores permission
+    /// bits), `chmod a-w` otherwise. Undone on drop.
+    struct ReadOnly {
+        path: PathBuf,
+        immutable: bool,
+    }
+
+    impl ReadOnly {
+        fn set(path: &Path) -> Self {
+            let immutable =
+                Command::new("id").arg("-u").output().is_ok_and(|output| output.stdout.trim_ascii() == b"0");
+            let status = if immutable {
+                Command::new("chattr").arg("+i").arg(path).status().expect("chattr")
+            } else {
+                Command::new("chmod").arg("a-w").arg(path).status().expect("chmod")
+            };
+            assert!(status.success(), "cannot make {} read-only (immutable: {immutable})", path.display());
+            Self { path: path.to_owned(), immutable }
+        }
+    }
+
+    impl Drop for ReadOnly {
+        fn drop(&mut self) {
+            let _ = if self.immutable {
+                Command::new("chattr").arg("-i").arg(&self.path).status()
+            } else {
+                Command::new("chmod").arg("u+w").arg(&self.path).status()
+            };
+        }
+    }
+
+    #[test]
+    fn through_a_symbolic_link_the_wal_that_is_checked_is_the_one_sqlite_writes_beside_the_real_file() {
+        let folder = tempfile::tempdir().expect("temp dir");
+        let real_folder = folder.path().join("real");
+        let link_folder = folder.path().join("link");
+        std::fs::create_dir_all(&real_folder).expect("real folder");
+        std::fs::create_dir_all(&link_folder).expect("link folder");
+        let real = real_folder.join("cursos.db");
+        for file in ["cursos.db", "cursos.db-wal", "cursos.db-shm"] {
+            std::fs::write(real_folder.join(file), b"").expect("a file");
+        }
+        let link = link_folder.join("cursos.db");
+        std::os::unix::fs::symlink(&real, &link).expect("symlink");
+        let database = DatabaseFile::opened(&link).expect("opened");
+        assert_eq!(database.is_writable(), Ok(()));
+
+        let read_only = ReadOnly::set(&real_folder.join("cursos.db-wal"));
+        assert_eq!(
+            database.is_writable(),
+            Err(Unwritable::ReadOnly),
+            "the real -wal cannot be written: the one beside the link does not exist"
+        );
+        drop(read_only);
+        assert_eq!(database.is_writable(), Ok(()));
     }
 }
