@@ -174,3 +174,29 @@ fn generated_key_finding(kept_in: Option<&std::path::Path>) -> Finding {
         Err(error) => Finding::Error(error.0),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn without_a_key_check_says_what_a_start_would_do_with_the_generated_key_s_file() {
+        assert!(matches!(generated_key_finding(None), Finding::Warning(text) if text.contains("every start")));
+        let folder = tempfile::tempdir().expect("temp dir");
+        let path = folder.path().join("generated-key");
+        let first = generated_key_finding(Some(&path));
+        assert!(matches!(&first, Finding::Ok(text) if text.contains("the first start generates a key")), "{first}");
+        assert!(!path.exists(), "check never creates it");
+        std::fs::write(
+            &path,
+            "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08 2026-12-04T16:50:00Z\n",
+        )
+        .expect("write");
+        let kept = generated_key_finding(Some(&path));
+        assert!(matches!(&kept, Finding::Ok(text) if text.contains("generated on 2026-12-04T16:50:00Z")), "{kept}");
+        std::fs::write(&path, "mcp_colada-aqui\n").expect("write");
+        let refused = generated_key_finding(Some(&path));
+        assert!(refused.fails() && refused.to_string().contains(&path.display().to_string()), "{refused}");
+        assert!(!refused.to_string().contains("colada"), "never quoted: {refused}");
+    }
+}

@@ -366,3 +366,24 @@ pub fn generated_key_message(api_key: &ApiKey, url: &str, kept_in: Option<&std::
     }
     message
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_message_says_where_a_kept_key_s_hash_is_or_that_it_changes_at_every_start() {
+        let key = ApiKey::parse("chave-de-teste-da-mensagem").expect("key");
+        let url = "http://127.0.0.1:3000/mcp";
+        let kept = generated_key_message(&key, url, Some(std::path::Path::new("/data/generated-key")));
+        assert!(kept.contains("keeps only its SHA-256, in /data/generated-key"), "{kept}");
+        assert!(kept.contains("accepts the same key after a restart") && kept.contains("delete that file"), "{kept}");
+        assert!(!kept.contains("every start"), "{kept}");
+        let per_start = generated_key_message(&key, url, None);
+        assert!(per_start.contains("changes at every start") && per_start.contains("DATABASE_URL"), "{per_start}");
+        for message in [kept, per_start] {
+            assert!(message.contains("\n\nAPI_KEY=chave-de-teste-da-mensagem\n\n"), "{message}");
+            assert_eq!(message.matches("chave-de-teste-da-mensagem").count(), 5, "once, then once per client");
+        }
+    }
+}
