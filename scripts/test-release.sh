@@ -31,8 +31,8 @@ SMOKE=("$PY" "$ROOT/packaging/tests/smoke_client.py")
 passed=0; failed=0
 
 cleanup() {
-  podman rm -f -v "$NAME-1" "$NAME-2" "$NAME-3" >/dev/null 2>&1  # -v: the anonymous /data of the PostgreSQL run
-  podman volume rm -f "$NAME" >/dev/null 2>&1
+  podman rm -f -v "$NAME-1" "$NAME-2" "$NAME-3" "$NAME-4" "$NAME-5" >/dev/null 2>&1  # -v: the anonymous /data of the PostgreSQL run
+  podman volume rm -f "$NAME" "$NAME-keyless" >/dev/null 2>&1
   psql "${PG_URL:-postgres://postgres@127.0.0.1:5432/test}" -qAtc "DROP DATABASE IF EXISTS ${PG_DATABASE:-none} WITH (FORCE)" >/dev/null 2>&1
   rm -rf "$WORK"
 }
@@ -99,6 +99,30 @@ if check "podman run with a volume: /health answers 200" start_container 1; then
   if check "a new container on the same volume starts" start_container 2; then
     check "and still lists the course" "${SMOKE[@]}" --expect "Curso no contêiner" http "http://127.0.0.1:$PORT/mcp" "$KEY"
     podman stop -t 10 "$NAME-2" >/dev/null 2>&1
+  fi
+fi
+
+# Without API_KEY (ADR 0048): the first start prints a generated key and keeps its hash in the
+# volume; a new container on the same volume prints none and accepts the same key.
+start_keyless() { # start_keyless N: container N without a key on the volume $NAME-keyless, sets PORT
+  podman run -d --name "$NAME-$1" -p 127.0.0.1::3000 -v "$NAME-keyless:/data" "$IMAGE" >/dev/null || return 1
+  PORT="$(podman port "$NAME-$1" 3000/tcp | head -1 | sed 's/.*://')"
+  local deadline=$((SECONDS + 30))
+  until curl -fs -o /dev/null "http://127.0.0.1:$PORT/health"; do
+    (( SECONDS < deadline )) || { podman logs "$NAME-$1"; return 1; }
+    sleep 0.2
+  done
+}
+if check "without API_KEY: the container starts on a generated key" start_keyless 4; then
+  GENERATED="$(podman logs "$NAME-4" 2>/dev/null | sed -n 's/^API_KEY=//p' | head -1)"
+  check "the generated key is printed once in the container's output" bash -c "[[ '$GENERATED' == mcp_* ]]"
+  check "an MCP client creates a course with it" "${SMOKE[@]}" --create "Curso sem API_KEY" http "http://127.0.0.1:$PORT/mcp" "$GENERATED"
+  podman stop -t 10 "$NAME-4" >/dev/null 2>&1
+  if check "a new container on the same volume, still without API_KEY, starts" start_keyless 5; then
+    check "it prints no key and says which one is in use" bash -c "
+      logs=\$(podman logs $NAME-5 2>&1); [[ \$logs != *API_KEY=* && \$logs == *'the API key generated on'* ]]"
+    check "and accepts the same key" "${SMOKE[@]}" --expect "Curso sem API_KEY" http "http://127.0.0.1:$PORT/mcp" "$GENERATED"
+    podman stop -t 10 "$NAME-5" >/dev/null 2>&1
   fi
 fi
 

@@ -8,6 +8,7 @@ mod cli_stdio;
 mod deployment;
 mod durability;
 mod faults;
+mod generated_key;
 mod http_edges;
 mod live_updates;
 mod migrate;

@@ -83,13 +83,24 @@ pub(crate) fn fresh_database() -> (tempfile::TempDir, PathBuf) {
     (folder, path)
 }
 
-/// Lines a child wrote, collected as they arrive.
+/// Lines a child wrote, collected as they arrive; and whether its stream has ended.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Lines(Arc<Mutex<Vec<String>>>);
+pub(crate) struct Lines(Arc<Mutex<Vec<String>>>, Arc<std::sync::atomic::AtomicBool>);
 
 impl Lines {
     pub(crate) fn all(&self) -> String {
         self.0.lock().expect("lines").join("\n")
+    }
+
+    /// Every line the child wrote, once its stream has ended (it exited, or closed it): waits,
+    /// bounded by [`PATIENCE`], so that a test can tell that something was never written.
+    pub(crate) async fn all_at_end(&self) -> String {
+        let deadline = tokio::time::Instant::now() + PATIENCE;
+        while !self.1.load(std::sync::atomic::Ordering::Acquire) {
+            assert!(tokio::time::Instant::now() < deadline, "the stream never ended:\n{}", self.all());
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        self.all()
     }
 
     fn collect(
@@ -106,6 +117,7 @@ impl Lines {
                 }
                 lines.0.lock().expect("lines").push(line);
             }
+            lines.1.store(true, std::sync::atomic::Ordering::Release);
         });
     }
 }
@@ -134,6 +146,19 @@ pub(crate) async fn start_backend_with(
     environment: &[(&str, &str)],
 ) -> Backend {
     spawn_backend(database, api_key, environment, api_key.is_none()).await
+}
+
+/// Starts the backend with no key configured on a database folder that already keeps a
+/// generated key (ADR 0048): no key is printed then, so [`Backend::api_key`] is `kept_key`, the
+/// key the first start printed.
+pub(crate) async fn restart_backend_keeping_generated_key(
+    database: &Path,
+    kept_key: &str,
+    environment: &[(&str, &str)],
+) -> Backend {
+    let mut backend = spawn_backend(database, None, environment, false).await;
+    kept_key.clone_into(&mut backend.api_key);
+    backend
 }
 
 /// Starts the backend with `KEYS_FILE` (and the extra `environment`): no key is generated then,

@@ -7,9 +7,13 @@ use super::startup::open_database;
 use courses_domain::DatabaseSettingError;
 
 use super::settings::Settings;
-use super::startup::{SettingError, bind, check_no_auth, load_keyring, load_policy, oauth_config, request_guard};
+use super::startup::{
+    SettingError, bind, check_no_auth, generated_key_path, load_keyring, load_policy, oauth_config, read_generated_key,
+    request_guard,
+};
 use crate::http::guard::is_loopback_host;
 use crate::keys::api_key::ApiKey;
+use crate::keys::keys_file::KeyHash;
 
 /// `check`: prints the findings of [`check`] and exits, with status 1 when one fails.
 ///
@@ -102,14 +106,13 @@ pub async fn check(settings: &Settings) -> Vec<Finding> {
         }
     };
     if settings.keys_file.is_some() {
+        let api_key = api_key.as_ref().map(|key| KeyHash::of(key.expose().as_bytes()));
         findings.push(finding(
-            load_keyring(api_key.as_ref(), settings.keys_file.as_deref())
+            load_keyring(api_key, settings.keys_file.as_deref())
                 .map(|keyring| format!("KEYS_FILE ({} keys)", keyring.len())),
         ));
-    } else if api_key.is_none() && !settings.no_auth && !oauth_on {
-        findings.push(Finding::Warning(
-            "neither API_KEY nor KEYS_FILE is set: a new key is generated at every start".to_owned(),
-        ));
+    } else if api_key.is_none() && settings.api_key.is_none() && !settings.no_auth && !oauth_on {
+        findings.push(generated_key_finding(generated_key_path(settings).as_deref()));
     }
     if settings.policy_file.is_some() {
         findings.push(finding(load_policy(settings.policy_file.as_deref()).map(|loaded| {
@@ -145,4 +148,55 @@ pub async fn check(settings: &Settings) -> Vec<Finding> {
         Err(error) => findings.push(Finding::Error(error.to_string())),
     }
     findings
+}
+
+/// With no key configured: what a start would do with the generated key's file at `kept_in`
+/// (`None`: PostgreSQL, a new key at every start). Reads the file, never creates it.
+fn generated_key_finding(kept_in: Option<&std::path::Path>) -> Finding {
+    let Some(path) = kept_in else {
+        return Finding::Warning(
+            "neither API_KEY nor KEYS_FILE is set, and with DATABASE_URL there is no data folder to keep a \
+             generated key in: a new key is generated at every start; set API_KEY or KEYS_FILE"
+                .to_owned(),
+        );
+    };
+    match read_generated_key(path) {
+        Ok(Some(generated)) => Finding::Ok(format!(
+            "neither API_KEY nor KEYS_FILE is set: the key generated on {} is in use (its SHA-256 is kept in {})",
+            generated.created_text(),
+            path.display()
+        )),
+        Ok(None) => Finding::Ok(format!(
+            "neither API_KEY nor KEYS_FILE is set: the first start generates a key, prints it once and keeps its \
+             SHA-256 in {}",
+            path.display()
+        )),
+        Err(error) => Finding::Error(error.0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn without_a_key_check_says_what_a_start_would_do_with_the_generated_key_s_file() {
+        assert!(matches!(generated_key_finding(None), Finding::Warning(text) if text.contains("every start")));
+        let folder = tempfile::tempdir().expect("temp dir");
+        let path = folder.path().join("generated-key");
+        let first = generated_key_finding(Some(&path));
+        assert!(matches!(&first, Finding::Ok(text) if text.contains("the first start generates a key")), "{first}");
+        assert!(!path.exists(), "check never creates it");
+        std::fs::write(
+            &path,
+            "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08 2026-12-04T16:50:00Z\n",
+        )
+        .expect("write");
+        let kept = generated_key_finding(Some(&path));
+        assert!(matches!(&kept, Finding::Ok(text) if text.contains("generated on 2026-12-04T16:50:00Z")), "{kept}");
+        std::fs::write(&path, "mcp_colada-aqui\n").expect("write");
+        let refused = generated_key_finding(Some(&path));
+        assert!(refused.fails() && refused.to_string().contains(&path.display().to_string()), "{refused}");
+        assert!(!refused.to_string().contains("colada"), "never quoted: {refused}");
+    }
 }

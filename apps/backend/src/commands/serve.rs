@@ -13,13 +13,16 @@ use tokio_util::sync::CancellationToken;
 use super::progress::Signals;
 use super::settings::Settings;
 use super::startup::{
-    app_config, bind, check_no_auth, load_keyring, load_policy, oauth_config, open_database, request_guard,
+    app_config, bind, check_no_auth, generated_key_path, load_keyring, load_policy, oauth_config, open_database,
+    read_generated_key, request_guard,
 };
 use crate::http::connections::{ConnectionLimits, raise_open_files_limit, serve};
 use crate::http::guard::exposure_warning;
 use crate::http::router::{Access, SessionMode, app};
 use crate::keys::api_key::ApiKey;
+use crate::keys::generated_key::{self, GeneratedKey, Outcome};
 use crate::keys::keyring::RELOAD_INTERVAL;
+use crate::keys::keys_file::KeyHash;
 use crate::oauth::verifier::ResourceServer;
 
 /// The target of this file's log events: the binary's, where this code was before (`RUST_LOG`
@@ -89,21 +92,27 @@ impl Server {
             tracing::warn!(target: LOG_TARGET, "NO_AUTH: /mcp answers without an API key (loopback only, for local test suites)");
             Access::NoAuth
         } else {
-            let api_key = match configured_key {
+            let generated_key_path = generated_key_path(settings);
+            let (api_key, source) = match configured_key {
                 // With OAuth, tokens are the way in: a key only when one is configured.
                 None if settings.keys_file.is_none() && oauth.is_none() => {
-                    let key = ApiKey::generate().context("cannot generate an API key")?;
-                    // Printed once, on stdout, for the operator; never through the log.
-                    let mut stdout = super::stdout();
-                    stdout.write_all(generated_key_message(&key, &url).as_bytes())?;
-                    stdout.flush()?;
-                    Some(key)
+                    let (hash, source) = generated_key(generated_key_path.as_deref(), &url)?;
+                    (Some(hash), source)
                 }
-                key => key,
+                key => {
+                    say_generated_key_unused(generated_key_path.as_deref(), settings, oauth.is_some());
+                    let source = match (&key, &settings.keys_file) {
+                        (Some(_), Some(path)) => format!("API_KEY and KEYS_FILE={}", path.display()),
+                        (Some(_), None) => "API_KEY".to_owned(),
+                        (None, Some(path)) => format!("KEYS_FILE={}", path.display()),
+                        (None, None) => "none (OAuth tokens only)".to_owned(),
+                    };
+                    (key.map(|key| KeyHash::of(key.expose().as_bytes())), source)
+                }
             };
             let keyring = || -> anyhow::Result<_> {
-                let keyring = load_keyring(api_key.as_ref(), settings.keys_file.as_deref())?;
-                tracing::info!(target: LOG_TARGET, keys = keyring.len(), rate_limit = ?settings.rate_limit, "API keys loaded");
+                let keyring = load_keyring(api_key.clone(), settings.keys_file.as_deref())?;
+                tracing::info!(target: LOG_TARGET, keys = keyring.len(), source = %source, rate_limit = ?settings.rate_limit, "API keys loaded");
                 Ok(keyring)
             };
             match oauth {
@@ -261,14 +270,94 @@ pub fn client_configurations(api_key: &ApiKey, url: &str) -> Vec<ClientConfigura
     ]
 }
 
+/// The key of a start with no key configured (no API_KEY, KEYS_FILE or OAuth), and what to log
+/// as the keys' source: the one kept at `kept_in` (its file read, nothing printed), or a new one,
+/// printed once on stdout with the client configurations and, where there is a file to keep it
+/// in, kept there (ADR 0048). Never through the log.
+fn generated_key(kept_in: Option<&std::path::Path>, url: &str) -> anyhow::Result<(KeyHash, String)> {
+    let print = |key: &ApiKey| {
+        let mut stdout = super::stdout();
+        stdout.write_all(generated_key_message(key, url, kept_in).as_bytes())?;
+        stdout.flush()
+    };
+    let Some(path) = kept_in else {
+        let key = ApiKey::generate().context("cannot generate an API key")?;
+        print(&key)?;
+        tracing::warn!(
+            target: LOG_TARGET,
+            "no API_KEY or KEYS_FILE with DATABASE_URL: the key printed on stdout is for this start only (there \
+             is no data folder to keep it in), and clients need a new one after a restart; set API_KEY or KEYS_FILE"
+        );
+        return Ok((KeyHash::of(key.expose().as_bytes()), "a key generated for this start only".to_owned()));
+    };
+    let kept = |generated: &GeneratedKey| {
+        tracing::info!(
+            target: LOG_TARGET,
+            file = %path.display(),
+            "the API key generated on {} is in use (its SHA-256 is kept in {}; the key was printed at that start). \
+             To replace it, delete that file and restart (a new key is printed), or set API_KEY or KEYS_FILE",
+            generated.created_text(),
+            path.display()
+        );
+        (generated.hash().clone(), format!("the key generated on {}", generated.created_text()))
+    };
+    if let Some(generated) = read_generated_key(path)? {
+        return Ok(kept(&generated));
+    }
+    match generated_key::create_and_show(path, print)? {
+        Outcome::Created(generated) => {
+            tracing::info!(
+                target: LOG_TARGET,
+                file = %path.display(),
+                "no API_KEY, KEYS_FILE or OAuth: generated an API key, printed once on stdout; its SHA-256 is kept in {}, \
+                 so the same key is accepted after a restart",
+                path.display()
+            );
+            Ok((generated.hash().clone(), format!("the key generated on {}", generated.created_text())))
+        }
+        Outcome::AlreadyThere(generated) => Ok(kept(&generated)),
+    }
+}
+
+/// Logs that a generated key's file is there but not used, since a key or OAuth is configured.
+fn say_generated_key_unused(kept_in: Option<&std::path::Path>, settings: &Settings, oauth: bool) {
+    let Some(path) = kept_in.filter(|path| std::fs::symlink_metadata(path).is_ok()) else {
+        return;
+    };
+    let instead = match (settings.api_key.is_some(), settings.keys_file.is_some()) {
+        (true, true) => "API_KEY and KEYS_FILE are set",
+        (true, false) => "API_KEY is set",
+        (false, true) => "KEYS_FILE is set",
+        (false, false) if oauth => "OAUTH_ISSUER is set",
+        (false, false) => return,
+    };
+    tracing::info!(
+        target: LOG_TARGET,
+        file = %path.display(),
+        "{instead}: the generated key kept in {} is not accepted (the file is left as it is; delete it if that key is done with)",
+        path.display()
+    );
+}
+
 /// The message that hands a generated key to the operator, with the configuration of each client
 /// the README covers ([`client_configurations`]), each block after a `# client` line and followed
-/// by a blank line.
+/// by a blank line. `kept_in`: the file that keeps its hash, or `None` when it is for this start
+/// only (PostgreSQL).
 #[must_use]
-pub fn generated_key_message(api_key: &ApiKey, url: &str) -> String {
+pub fn generated_key_message(api_key: &ApiKey, url: &str, kept_in: Option<&std::path::Path>) -> String {
+    let lasts = match kept_in {
+        Some(path) => format!(
+            "It is shown only now: the server keeps only its SHA-256, in {},\n\
+             and accepts the same key after a restart. To replace it, delete that file and restart\n\
+             (a new key is printed), or set API_KEY or KEYS_FILE.",
+            path.display()
+        ),
+        None => "It is shown only now and changes at every start: with DATABASE_URL there is no data\n\
+                 folder to keep it in. Set API_KEY (or --api-key) or KEYS_FILE to keep one."
+            .to_owned(),
+    };
     let mut message = format!(
-        "No API_KEY was configured, so this one was generated. It is shown only now and changes at every start;\n\
-         set API_KEY (or --api-key) to keep one.\n\n\
+        "No API_KEY, KEYS_FILE or OAuth was configured, so this key was generated.\n{lasts}\n\n\
          API_KEY={key}\n\n",
         key = api_key.expose()
     );
@@ -276,4 +365,25 @@ pub fn generated_key_message(api_key: &ApiKey, url: &str) -> String {
         message.push_str(&format!("# {}\n{}\n\n", configuration.client, configuration.text));
     }
     message
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_message_says_where_a_kept_key_s_hash_is_or_that_it_changes_at_every_start() {
+        let key = ApiKey::parse("chave-de-teste-da-mensagem").expect("key");
+        let url = "http://127.0.0.1:3000/mcp";
+        let kept = generated_key_message(&key, url, Some(std::path::Path::new("/data/generated-key")));
+        assert!(kept.contains("keeps only its SHA-256, in /data/generated-key"), "{kept}");
+        assert!(kept.contains("accepts the same key after a restart") && kept.contains("delete that file"), "{kept}");
+        assert!(!kept.contains("every start"), "{kept}");
+        let per_start = generated_key_message(&key, url, None);
+        assert!(per_start.contains("changes at every start") && per_start.contains("DATABASE_URL"), "{per_start}");
+        for message in [kept, per_start] {
+            assert!(message.contains("\n\nAPI_KEY=chave-de-teste-da-mensagem\n\n"), "{message}");
+            assert_eq!(message.matches("chave-de-teste-da-mensagem").count(), 5, "once, then once per client");
+        }
+    }
 }

@@ -45,8 +45,10 @@ pub struct Settings {
     pub database_url: Option<String>,
 
     /// The key clients must send as `Authorization: Bearer <key>`: at least 16 visible ASCII
-    /// characters (`openssl rand -hex 32`). Without one, a random key is generated at start and
-    /// printed once. Prefer the environment variable: flags show in `ps`.
+    /// characters (`openssl rand -hex 32`). Without it, KEYS_FILE and OAuth, a key is generated at
+    /// the first start and printed once, and its SHA-256 kept in `generated-key` beside the SQLite
+    /// database, so restarts accept the same key; delete that file to replace it (with
+    /// DATABASE_URL, a new key at every start). Prefer the environment variable: flags show in `ps`.
     #[arg(long, env = "API_KEY", hide_env_values = true)]
     pub api_key: Option<String>,
 

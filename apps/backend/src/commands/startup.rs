@@ -13,9 +13,9 @@ pub use mcp_server::setup::open_database;
 use super::settings::Settings;
 use crate::http::guard::{RequestGuard, is_loopback_host};
 use crate::http::router::{Access, AppConfig};
-use crate::keys::api_key::ApiKey;
+use crate::keys::generated_key::{self, GeneratedKey};
 use crate::keys::keyring::Keyring;
-use crate::keys::keys_file::KeysFileError;
+use crate::keys::keys_file::{KeyHash, KeysFileError};
 use crate::oauth::config::{OAuthConfig, OAuthInputs};
 
 /// A setting that cannot be followed: the message says which, why, and what to change.
@@ -52,13 +52,14 @@ pub async fn bind(host: &str, port: u16) -> Result<tokio::net::TcpListener, Sett
     })
 }
 
-/// Reads `KEYS_FILE` (if set) into the keyring, with `API_KEY` (if any).
+/// Reads `KEYS_FILE` (if set) into the keyring, with the full-scope `api-key` of this hash (if
+/// any): `API_KEY`'s, or the generated key's.
 ///
 /// # Errors
 /// [`SettingError`] naming `KEYS_FILE`: missing (with the command that creates it), unreadable or
 /// malformed.
-pub fn load_keyring(api_key: Option<&ApiKey>, keys_file: Option<&Path>) -> Result<Keyring, SettingError> {
-    Keyring::load(api_key, keys_file).map_err(|error| {
+pub fn load_keyring(api_key: Option<KeyHash>, keys_file: Option<&Path>) -> Result<Keyring, SettingError> {
+    Keyring::load_hashed(api_key, keys_file).map_err(|error| {
         let path = keys_file.map(absolute).unwrap_or_default();
         match &error {
             KeysFileError::Io { cause, .. } if cause.kind() == std::io::ErrorKind::NotFound => SettingError(format!(
@@ -69,6 +70,24 @@ pub fn load_keyring(api_key: Option<&ApiKey>, keys_file: Option<&Path>) -> Resul
             _ => SettingError(format!("{error}: invalid KEYS_FILE={}", path.display())),
         }
     })
+}
+
+/// Where the key generated when no key is configured is kept (ADR 0048): beside the SQLite
+/// database of `DATABASE_PATH`; `None` with `DATABASE_URL` (PostgreSQL: no data folder, so a new
+/// key is generated at every start there, with a warning).
+#[must_use]
+pub fn generated_key_path(settings: &Settings) -> Option<PathBuf> {
+    let on_postgres = settings.database_url.as_deref().is_some_and(|url| !url.is_empty());
+    (!on_postgres).then(|| generated_key::path_beside(&absolute(&settings.database_path)))
+}
+
+/// The generated key kept at `path`, if its file is there.
+///
+/// # Errors
+/// [`SettingError`] naming the file and what to do (delete it, or set `API_KEY` or `KEYS_FILE`)
+/// when it is not a regular file, cannot be read or does not parse; never quoting it.
+pub fn read_generated_key(path: &Path) -> Result<Option<GeneratedKey>, SettingError> {
+    generated_key::read(path).map_err(|error| SettingError(error.to_string()))
 }
 
 /// Reads `POLICY_FILE` (if set): the policy to start with, and the file to follow.

@@ -69,8 +69,16 @@ impl Keyring {
     /// [`KeysFileError`] when the file cannot be read or a line is malformed: at start, a bad
     /// file is an error (on reload, it only keeps the previous set).
     pub fn load(api_key: Option<&ApiKey>, keys_file: Option<&Path>) -> Result<Self, KeysFileError> {
-        let fixed = api_key.map(|key| {
-            let hash = KeyHash::of(key.expose().as_bytes());
+        Self::load_hashed(api_key.map(|key| KeyHash::of(key.expose().as_bytes())), keys_file)
+    }
+
+    /// [`Keyring::load`] with the full-scope `api-key` given by its hash: the generated key, whose
+    /// hash alone is kept (ADR 0048), or `API_KEY`'s.
+    ///
+    /// # Errors
+    /// As [`Keyring::load`].
+    pub fn load_hashed(api_key: Option<KeyHash>, keys_file: Option<&Path>) -> Result<Self, KeysFileError> {
+        let fixed = api_key.map(|hash| {
             let caller = Caller::new(KeyName::API_KEY, Scope::Write).with_principal(principal_of(&hash));
             Accepted { hash, caller }
         });

@@ -58,7 +58,7 @@ impl KeyHash {
     }
 
     /// Parses `sha256:` followed by 64 lower-case hexadecimal digits.
-    fn parse(text: &str) -> Option<Self> {
+    pub(crate) fn parse(text: &str) -> Option<Self> {
         let hex = text.strip_prefix(Self::PREFIX)?;
         if hex.len() != 64 {
             return None;
