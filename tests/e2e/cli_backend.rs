@@ -5,7 +5,7 @@
 
 use std::process::Command;
 
-use crate::support::{binary, run_to_end};
+use crate::support::{binary, in_container, run_to_end};
 
 #[test]
 fn help_documents_every_setting_with_its_environment_variable() {
@@ -342,8 +342,76 @@ fn check_warns_about_a_host_beyond_loopback_without_allowed_hosts_but_passes() {
         run_to_end(backend().arg("check").env("HOST", "0.0.0.0").env("DATABASE_PATH", folder.path().join("cursos.db")));
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{stdout}");
-    assert!(
-        stdout.lines().any(|line| line.starts_with("warning: HOST=0.0.0.0") && line.contains("ALLOWED_HOSTS")),
-        "{stdout}"
+    // In a container (the image sets HOST=0.0.0.0) a port published on loopback is served as is.
+    let expected = if in_container() { "ok: HOST=0.0.0.0 in a container" } else { "warning: HOST=0.0.0.0" };
+    assert!(stdout.lines().any(|line| line.starts_with(expected) && line.contains("ALLOWED_HOSTS")), "{stdout}");
+}
+
+// ---- The small texts of issue 25, item 6. ----
+
+#[test]
+fn with_rust_backtrace_set_a_start_up_error_is_still_one_line_and_exits_1() {
+    let folder = tempfile::tempdir().expect("temp dir");
+    let output = run_to_end(
+        backend()
+            .env("RUST_BACKTRACE", "1")
+            .env("API_KEY", "curta")
+            .env("DATABASE_PATH", folder.path().join("cursos.db")),
     );
+    let stderr = failed_with(&output);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    let error_lines: Vec<&str> = stderr.lines().skip_while(|line| !line.starts_with("Error: ")).collect();
+    assert_eq!(error_lines.len(), 1, "one line, no backtrace nor `Caused by`: {stderr}");
+    assert!(
+        error_lines[0].starts_with("Error: invalid API_KEY: ") && error_lines[0].contains("at least 16"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_keys_file_that_is_a_folder_is_called_unreadable_with_the_path_and_what_to_do() {
+    let folder = tempfile::tempdir().expect("temp dir");
+    let keys_folder = folder.path().join("chaves");
+    std::fs::create_dir(&keys_folder).expect("folder");
+    let output = run_to_end(
+        backend().env_remove("API_KEY").env("KEYS_FILE", &keys_folder).env("DATABASE_PATH", folder.path().join("c.db")),
+    );
+    let stderr = failed_with(&output);
+    let last = stderr.lines().last().unwrap_or_default();
+    assert!(last.contains(&format!("cannot read KEYS_FILE={}", keys_folder.display())), "{stderr}");
+    assert!(last.contains("not a regular file") && last.contains("point KEYS_FILE at the keys file"), "{stderr}");
+    assert!(!last.contains("invalid"), "{stderr}");
+}
+
+#[test]
+fn an_empty_variable_means_unset_so_an_empty_database_url_keeps_the_sqlite_file() {
+    let folder = tempfile::tempdir().expect("temp dir");
+    let database = folder.path().join("cursos.db");
+    let output = run_to_end(
+        backend()
+            .arg("check")
+            .env("DATABASE_URL", "")
+            .env("RATE_LIMIT", "")
+            .env("HOST", "")
+            .env("DATABASE_PATH", &database)
+            .env("PORT", closed_port().to_string()),
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}{}", String::from_utf8_lossy(&output.stderr));
+    assert!(stdout.contains(&format!("database {} opened and migrated", database.display())), "{stdout}");
+    assert!(stdout.contains("HOST and PORT: 127.0.0.1:"), "an empty HOST is the default: {stdout}");
+}
+
+#[test]
+fn a_loopback_database_url_that_cannot_be_reached_in_a_container_says_so() {
+    let url = format!("postgres://postgres:senha-secreta@127.0.0.1:{}/test", closed_port());
+    let output = run_to_end(backend().env("DATABASE_URL", &url));
+    let stderr = failed_with(&output);
+    let last = stderr.lines().last().unwrap_or_default();
+    assert!(last.contains("DATABASE_URL") && !stderr.contains("senha-secreta"), "{stderr}");
+    // The machine this test runs on decides which message the binary must give.
+    assert_eq!(last.contains("127.0.0.1 is the container itself"), in_container(), "{stderr}");
+    if in_container() {
+        assert!(last.contains("host.containers.internal") || last.contains("host.docker.internal"), "{stderr}");
+    }
 }

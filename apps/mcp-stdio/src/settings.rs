@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches, Parser};
 use courses_domain::CatalogName;
 use mcp_server::{Policy, PolicyFile, ServerOptions, UnconfirmedArchive};
 
@@ -71,6 +71,16 @@ pub enum StdioCommand {
 }
 
 impl Settings {
+    /// The settings of this process's command line and environment, where a variable set to the
+    /// empty string counts as unset, for every setting (`DATABASE_URL=` is no `DATABASE_URL`), as
+    /// in the backend. Exits with clap's message on a command line it cannot parse.
+    #[must_use]
+    pub fn from_command_line() -> Self {
+        let command =
+            without_variables(Self::command(), &|name| std::env::var_os(name).is_some_and(|value| value.is_empty()));
+        Self::from_arg_matches(&command.get_matches()).unwrap_or_else(|error| error.exit())
+    }
+
     /// The behaviour these settings ask of the server (stdio keeps a connection per client).
     #[must_use]
     pub fn server_options(&self) -> ServerOptions {
@@ -102,4 +112,30 @@ impl Settings {
 
 fn parse_catalog(text: &str) -> Result<CatalogName, courses_domain::CatalogNameError> {
     CatalogName::parse(text)
+}
+
+/// `command` (and its subcommands) without the environment fallback of the settings whose
+/// variable `empty` says is set but empty, so that clap reads them as unset. The backend's
+/// settings have the same rule.
+fn without_variables(command: clap::Command, empty: &dyn Fn(&std::ffi::OsStr) -> bool) -> clap::Command {
+    command
+        .mut_args(|arg| match arg.get_env() {
+            Some(name) if empty(name) => arg.env(None::<&'static str>),
+            _ => arg,
+        })
+        .mut_subcommands(|subcommand| without_variables(subcommand, empty))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_variable_set_but_empty_is_not_read() {
+        let command = without_variables(Settings::command(), &|name| name == "DATABASE_URL");
+        let url = command.get_arguments().find(|arg| arg.get_id() == "database_url").expect("the argument");
+        assert_eq!(url.get_env(), None);
+        let settings = Settings::from_arg_matches(&command.get_matches_from(["mcp-cursos-stdio"])).expect("settings");
+        assert_eq!(settings.database_url, None);
+    }
 }

@@ -3,7 +3,7 @@
 use std::num::{NonZeroU32, NonZeroUsize};
 use std::path::PathBuf;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use courses_domain::OpenedDatabase;
 use mcp_server::UnconfirmedArchive;
 
@@ -238,7 +238,8 @@ impl IntrospectionSecret {
     /// The environment variable's value, when set.
     #[must_use]
     pub fn from_environment() -> Option<Self> {
-        std::env::var("OAUTH_INTROSPECTION_CLIENT_SECRET").ok().map(Self)
+        // Empty counts as unset, as for every setting ([`Settings::from_command_line`]).
+        std::env::var("OAUTH_INTROSPECTION_CLIENT_SECRET").ok().filter(|secret| !secret.is_empty()).map(Self)
     }
 
     /// A secret given in code (tests).
@@ -306,6 +307,18 @@ pub enum Command {
 }
 
 impl Settings {
+    /// The settings of this process's command line and environment, where a variable set to the
+    /// empty string counts as unset, for every setting (`DATABASE_URL=` is no `DATABASE_URL`;
+    /// `PORT=` is the default port): what `env -i`, a compose file's `${NAME}` of an unset name,
+    /// or `-e NAME=` leave is read as the absence it stands for. Exits with clap's message on a
+    /// command line it cannot parse, as `Settings::parse` does.
+    #[must_use]
+    pub fn from_command_line() -> Self {
+        let command =
+            without_variables(Self::command(), &|name| std::env::var_os(name).is_some_and(|value| value.is_empty()));
+        Self::from_arg_matches(&command.get_matches()).unwrap_or_else(|error| error.exit())
+    }
+
     /// The database of the settings (`DATABASE_URL`, else `DATABASE_PATH`).
     #[must_use]
     pub fn database(&self) -> Database {
@@ -329,5 +342,37 @@ impl Database {
     /// [`courses_domain::DatabaseSettingError`], naming the setting to change.
     pub fn open(&self) -> anyhow::Result<OpenedDatabase> {
         Ok(super::startup::open_database(self.url.as_deref(), &self.path)?)
+    }
+}
+
+/// `command` (and its subcommands) without the environment fallback of the settings whose
+/// variable `empty` says is set but empty, so that clap reads them as unset (their default, or
+/// none) instead of parsing an empty value. The stdio app has the same rule.
+fn without_variables(command: clap::Command, empty: &dyn Fn(&std::ffi::OsStr) -> bool) -> clap::Command {
+    command
+        .mut_args(|arg| match arg.get_env() {
+            Some(name) if empty(name) => arg.env(None::<&'static str>),
+            _ => arg,
+        })
+        .mut_subcommands(|subcommand| without_variables(subcommand, empty))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn variable_of(command: &clap::Command, id: &str) -> Option<String> {
+        let arg = command.get_arguments().find(|arg| arg.get_id() == id).expect("the argument");
+        arg.get_env().map(|name| name.to_string_lossy().into_owned())
+    }
+
+    #[test]
+    fn a_variable_set_but_empty_is_not_read_and_the_others_still_are() {
+        let command = without_variables(Settings::command(), &|name| name == "DATABASE_URL" || name == "KEYS_FILE");
+        assert_eq!(variable_of(&command, "database_url"), None);
+        assert_eq!(variable_of(&command, "keys_file"), None);
+        assert_eq!(variable_of(&command, "database_path").as_deref(), Some("DATABASE_PATH"));
+        let settings = Settings::from_arg_matches(&command.get_matches_from(["mcp-cursos-backend"])).expect("settings");
+        assert_eq!(settings.database_url, None);
     }
 }
