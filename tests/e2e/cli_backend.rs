@@ -48,6 +48,54 @@ fn help_documents_every_setting_with_its_environment_variable() {
     );
 }
 
+/// `binary [subcommand...] flag`'s stdout, in an environment without the test's variables.
+fn help_of(binary_name: &str, path: &[&str], flag: &str) -> String {
+    let output = Command::new(binary(binary_name)).env_clear().args(path).arg(flag).output().expect("run help");
+    assert!(output.status.success(), "{binary_name} {path:?} {flag}");
+    String::from_utf8(output.stdout).expect("utf-8")
+}
+
+/// The subcommands a help lists under `Commands:` (but `help`).
+fn subcommands_in(help: &str) -> Vec<String> {
+    help.lines()
+        .skip_while(|line| *line != "Commands:")
+        .skip(1)
+        .take_while(|line| !line.is_empty())
+        .filter(|line| line.starts_with("  ") && !line.starts_with("   "))
+        .filter_map(|line| line.split_whitespace().next())
+        .filter(|name| *name != "help")
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn short_help_fits_a_terminal_and_the_long_help_keeps_the_whole_text() {
+    // Issue 25: `-h` printed descriptions of up to 964 characters on one line.
+    for binary_name in ["mcp-cursos-backend", "mcp-cursos-stdio"] {
+        let mut commands: Vec<Vec<String>> = vec![Vec::new()];
+        while let Some(path) = commands.pop() {
+            let path_refs: Vec<&str> = path.iter().map(String::as_str).collect();
+            let short = help_of(binary_name, &path_refs, "-h");
+            for line in short.lines() {
+                assert!(line.chars().count() <= 100, "{binary_name} {path:?} -h has a line of {}: {line}", line.len());
+            }
+            let long = help_of(binary_name, &path_refs, "--help");
+            assert!(long.len() > short.len(), "{binary_name} {path:?} --help says more than -h");
+            for subcommand in subcommands_in(&short) {
+                commands.push(path.iter().cloned().chain([subcommand]).collect());
+            }
+        }
+    }
+    let long = help_of("mcp-cursos-backend", &["import"], "--help");
+    assert!(long.contains("Idempotent: a row whose course is already in the catalog"), "{long}");
+    let short = help_of("mcp-cursos-backend", &[], "-h");
+    assert!(short.contains("Imports courses from JSON Lines or CSV") && !short.contains("Idempotent"), "{short}");
+    let long = help_of("mcp-cursos-backend", &[], "--help");
+    assert!(long.contains("Keep the loopback default unless a proxy"), "{long}");
+    let long = help_of("mcp-cursos-stdio", &[], "--help");
+    assert!(long.contains("whatever the working directory an editor, npx or uvx starts the app in"), "{long}");
+}
+
 #[test]
 fn help_never_shows_the_api_key_taken_from_the_environment() {
     let output = Command::new(binary("mcp-cursos-backend"))

@@ -8,48 +8,59 @@ use mcp_server::{Policy, PolicyFile, ServerOptions, UnconfirmedArchive};
 
 /// mcp-cursos over stdio: JSON-RPC on stdin/stdout, logs on stderr.
 #[derive(Debug, Parser)]
-#[command(name = "mcp-cursos-stdio", version, about, long_about = None)]
+#[command(name = "mcp-cursos-stdio", version, about, long_about = None, next_line_help = true)]
 pub struct Settings {
     #[command(subcommand)]
     pub command: Option<StdioCommand>,
 
-    /// SQLite database file; created with its folder and migrated at start. Default: cursos.db in
-    /// the per-user data folder (Linux: $XDG_DATA_HOME/mcp-cursos, else ~/.local/share/mcp-cursos;
+    /// SQLite database file; default: cursos.db in the user's data folder.
+    ///
+    /// Created with its folder and migrated at start. Default: cursos.db in the per-user data folder (Linux: $XDG_DATA_HOME/mcp-cursos, else ~/.local/share/mcp-cursos;
     /// macOS: ~/Library/Application Support/mcp-cursos; Windows: %APPDATA%\mcp-cursos), whatever
     /// the working directory an editor, npx or uvx starts the app in.
     #[arg(long, env = "DATABASE_PATH")]
     pub database_path: Option<PathBuf>,
 
-    /// PostgreSQL connection URI (`postgres://user:password@host:5432/database`, libpq syntax).
-    /// When it starts with `postgres://` or `postgresql://`, the catalog is kept there (migrated at
+    /// PostgreSQL connection URI, instead of DATABASE_PATH.
+    ///
+    /// `postgres://user:password@host:5432/database`, libpq syntax. When it starts with `postgres://` or `postgresql://`, the catalog is kept there (migrated at
     /// start) instead of in DATABASE_PATH.
     #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
     pub database_url: Option<String>,
 
-    /// Also expose read-only tools mirroring the resources (listar_cursos, ler_curso), for hosts
-    /// that give the model tools but not resources. Off by default: duplicates confuse models.
-    #[arg(long, env = "RESOURCE_TOOLS", default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    /// Read-only tools mirroring the resources.
+    ///
+    /// `true` also exposes listar_cursos and ler_curso, for hosts that give the model tools but
+    /// not resources. Off by default: duplicates confuse models.
+    #[arg(long, env = "RESOURCE_TOOLS", default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true", hide_possible_values = true)]
     pub resource_tools: bool,
 
+    /// Unconfirmed archiving: `refuse` or `allow`.
+    ///
     /// What arquivar_curso does when the client cannot ask its user to confirm (no elicitation):
     /// `refuse` (default; the model is told why) or `allow` (archive without asking).
     #[arg(long, env = "UNCONFIRMED_ARCHIVE", default_value = "refuse", value_parser = UnconfirmedArchive::parse)]
     pub unconfirmed_archive: UnconfirmedArchive,
 
-    /// The operator's policy file (ADR 0036): lines `somente-leitura`, `desativar ferramenta
+    /// The operator's policy file (ADR 0036).
+    ///
+    /// Lines `somente-leitura`, `desativar ferramenta
     /// <nome>`, `desativar prompt <nome>`, each optionally after `catalogo <nome>`. Reread every
     /// 500 ms: a change counts without a restart and the host is told (list_changed). Unset:
     /// everything enabled.
     #[arg(long, env = "POLICY_FILE")]
     pub policy_file: Option<PathBuf>,
 
-    /// The one catalog this app serves on a database that holds several (1-64 of a-z, 0-9, '-';
-    /// ADR 0035). `padrao`, the default, is where every database made before catalogs keeps its courses.
+    /// The one catalog this app serves.
+    ///
+    /// On a database that holds several (1-64 of a-z, 0-9, '-'; ADR 0035). `padrao`, the default, is where every database made before catalogs keeps its courses.
     #[arg(long, env = "CATALOG", default_value = CatalogName::DEFAULT, value_parser = parse_catalog)]
     pub catalog: CatalogName,
 
-    /// `text` (default) or `json`: one JSON object per log line on stderr, for log collectors.
-    #[arg(long, env = "LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    /// Log lines on stderr: `text` or `json`.
+    ///
+    /// `text` (default), for people, or `json`: one JSON object per line, for log collectors.
+    #[arg(long, env = "LOG_FORMAT", value_enum, default_value_t = LogFormat::Text, hide_possible_values = true)]
     pub log_format: LogFormat,
 }
 
@@ -65,8 +76,9 @@ pub enum LogFormat {
 /// The commands of the binary besides serving.
 #[derive(Debug, Clone, clap::Subcommand)]
 pub enum StdioCommand {
-    /// Validates the configuration without serving: the database opens (and is migrated, as a
-    /// start would). One line per finding on stdout; exit 0 only when none is an error.
+    /// Validates the configuration without serving.
+    ///
+    /// The database opens (and is migrated, as a start would). One line per finding on stdout; exit 0 only when none is an error.
     Check,
 }
 
