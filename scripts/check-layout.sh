@@ -52,8 +52,8 @@ check "mcp-server access/ never reaches up to live updates, the state or the han
   none '^[^/]*crate::(live|state|server|setup|policy_file|reads|surface|app)\b' "$S/access"
 check "mcp-server live/ never reaches up to the state, the handler or setup" \
   none '^[^/]*crate::(state|server|setup|policy_file|reads|surface|app)\b' "$S/live"
-check "mcp-server options.rs and reloaded_file.rs are leaves" \
-  none 'crate::' "$S/options.rs" "$S/reloaded_file.rs"
+check "mcp-server options.rs, reloaded_file.rs and container.rs are leaves" \
+  none 'crate::' "$S/options.rs" "$S/reloaded_file.rs" "$S/container.rs"
 check "mcp-server knows no axum nor hyper (the transports are the apps')" \
   none '\b(axum|hyper)::' "$S"
 

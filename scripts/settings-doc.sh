@@ -127,6 +127,9 @@ in the [README](../README.md#settings-for-a-first-deployment); what they do in a
   `SQLITE_TMPDIR=/data` ([deploy.md](deploy.md)).
 - **Secrets** (`DATABASE_URL`, `API_KEY`, `CONFIRMATION_SECRET`) never show their value, here or
   in logs; prefer their environment variables to the flags, which `ps` shows.
+- **Empty is unset:** a variable set to the empty string counts as unset, for every setting
+  (`DATABASE_URL=` keeps the SQLite file, `PORT=` is the default port; ADR 0050).
+- **`-h` and `--help`:** `-h` shows each setting's first sentence; `--help`, below, the whole text.
 - **Wrong values stop the app at start** with one line naming the setting and the value it saw
   (ADR 0028); `mcp-cursos-backend check` and `mcp-cursos-stdio check` validate a configuration
   without serving ([operations.md](operations.md#checking-a-configuration-without-serving)).

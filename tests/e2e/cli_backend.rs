@@ -5,7 +5,7 @@
 
 use std::process::Command;
 
-use crate::support::{binary, run_to_end};
+use crate::support::{binary, in_container, run_to_end};
 
 #[test]
 fn help_documents_every_setting_with_its_environment_variable() {
@@ -46,6 +46,54 @@ fn help_documents_every_setting_with_its_environment_variable() {
             && help.contains("[default: 3000]")
             && help.contains("[default: ./data/cursos.db]")
     );
+}
+
+/// `binary [subcommand...] flag`'s stdout, in an environment without the test's variables.
+fn help_of(binary_name: &str, path: &[&str], flag: &str) -> String {
+    let output = Command::new(binary(binary_name)).env_clear().args(path).arg(flag).output().expect("run help");
+    assert!(output.status.success(), "{binary_name} {path:?} {flag}");
+    String::from_utf8(output.stdout).expect("utf-8")
+}
+
+/// The subcommands a help lists under `Commands:` (but `help`).
+fn subcommands_in(help: &str) -> Vec<String> {
+    help.lines()
+        .skip_while(|line| *line != "Commands:")
+        .skip(1)
+        .take_while(|line| !line.is_empty())
+        .filter(|line| line.starts_with("  ") && !line.starts_with("   "))
+        .filter_map(|line| line.split_whitespace().next())
+        .filter(|name| *name != "help")
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn short_help_fits_a_terminal_and_the_long_help_keeps_the_whole_text() {
+    // Issue 25: `-h` printed descriptions of up to 964 characters on one line.
+    for binary_name in ["mcp-cursos-backend", "mcp-cursos-stdio"] {
+        let mut commands: Vec<Vec<String>> = vec![Vec::new()];
+        while let Some(path) = commands.pop() {
+            let path_refs: Vec<&str> = path.iter().map(String::as_str).collect();
+            let short = help_of(binary_name, &path_refs, "-h");
+            for line in short.lines() {
+                assert!(line.chars().count() <= 100, "{binary_name} {path:?} -h has a line of {}: {line}", line.len());
+            }
+            let long = help_of(binary_name, &path_refs, "--help");
+            assert!(long.len() > short.len(), "{binary_name} {path:?} --help says more than -h");
+            for subcommand in subcommands_in(&short) {
+                commands.push(path.iter().cloned().chain([subcommand]).collect());
+            }
+        }
+    }
+    let long = help_of("mcp-cursos-backend", &["import"], "--help");
+    assert!(long.contains("Idempotent: a row whose course is already in the catalog"), "{long}");
+    let short = help_of("mcp-cursos-backend", &[], "-h");
+    assert!(short.contains("Imports courses from JSON Lines or CSV") && !short.contains("Idempotent"), "{short}");
+    let long = help_of("mcp-cursos-backend", &[], "--help");
+    assert!(long.contains("Keep the loopback default unless a proxy"), "{long}");
+    let long = help_of("mcp-cursos-stdio", &[], "--help");
+    assert!(long.contains("whatever the working directory an editor, npx or uvx starts the app in"), "{long}");
 }
 
 #[test]
@@ -342,8 +390,76 @@ fn check_warns_about_a_host_beyond_loopback_without_allowed_hosts_but_passes() {
         run_to_end(backend().arg("check").env("HOST", "0.0.0.0").env("DATABASE_PATH", folder.path().join("cursos.db")));
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{stdout}");
-    assert!(
-        stdout.lines().any(|line| line.starts_with("warning: HOST=0.0.0.0") && line.contains("ALLOWED_HOSTS")),
-        "{stdout}"
+    // In a container (the image sets HOST=0.0.0.0) a port published on loopback is served as is.
+    let expected = if in_container() { "ok: HOST=0.0.0.0 in a container" } else { "warning: HOST=0.0.0.0" };
+    assert!(stdout.lines().any(|line| line.starts_with(expected) && line.contains("ALLOWED_HOSTS")), "{stdout}");
+}
+
+// ---- The small texts of issue 25, item 6. ----
+
+#[test]
+fn with_rust_backtrace_set_a_start_up_error_is_still_one_line_and_exits_1() {
+    let folder = tempfile::tempdir().expect("temp dir");
+    let output = run_to_end(
+        backend()
+            .env("RUST_BACKTRACE", "1")
+            .env("API_KEY", "curta")
+            .env("DATABASE_PATH", folder.path().join("cursos.db")),
     );
+    let stderr = failed_with(&output);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    let error_lines: Vec<&str> = stderr.lines().skip_while(|line| !line.starts_with("Error: ")).collect();
+    assert_eq!(error_lines.len(), 1, "one line, no backtrace nor `Caused by`: {stderr}");
+    assert!(
+        error_lines[0].starts_with("Error: invalid API_KEY: ") && error_lines[0].contains("at least 16"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_keys_file_that_is_a_folder_is_called_unreadable_with_the_path_and_what_to_do() {
+    let folder = tempfile::tempdir().expect("temp dir");
+    let keys_folder = folder.path().join("chaves");
+    std::fs::create_dir(&keys_folder).expect("folder");
+    let output = run_to_end(
+        backend().env_remove("API_KEY").env("KEYS_FILE", &keys_folder).env("DATABASE_PATH", folder.path().join("c.db")),
+    );
+    let stderr = failed_with(&output);
+    let last = stderr.lines().last().unwrap_or_default();
+    assert!(last.contains(&format!("cannot read KEYS_FILE={}", keys_folder.display())), "{stderr}");
+    assert!(last.contains("not a regular file") && last.contains("point KEYS_FILE at the keys file"), "{stderr}");
+    assert!(!last.contains("invalid"), "{stderr}");
+}
+
+#[test]
+fn an_empty_variable_means_unset_so_an_empty_database_url_keeps_the_sqlite_file() {
+    let folder = tempfile::tempdir().expect("temp dir");
+    let database = folder.path().join("cursos.db");
+    let output = run_to_end(
+        backend()
+            .arg("check")
+            .env("DATABASE_URL", "")
+            .env("RATE_LIMIT", "")
+            .env("HOST", "")
+            .env("DATABASE_PATH", &database)
+            .env("PORT", closed_port().to_string()),
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}{}", String::from_utf8_lossy(&output.stderr));
+    assert!(stdout.contains(&format!("database {} opened and migrated", database.display())), "{stdout}");
+    assert!(stdout.contains("HOST and PORT: 127.0.0.1:"), "an empty HOST is the default: {stdout}");
+}
+
+#[test]
+fn a_loopback_database_url_that_cannot_be_reached_in_a_container_says_so() {
+    let url = format!("postgres://postgres:senha-secreta@127.0.0.1:{}/test", closed_port());
+    let output = run_to_end(backend().env("DATABASE_URL", &url));
+    let stderr = failed_with(&output);
+    let last = stderr.lines().last().unwrap_or_default();
+    assert!(last.contains("DATABASE_URL") && !stderr.contains("senha-secreta"), "{stderr}");
+    // The machine this test runs on decides which message the binary must give.
+    assert_eq!(last.contains("127.0.0.1 is the container itself"), in_container(), "{stderr}");
+    if in_container() {
+        assert!(last.contains("host.containers.internal") || last.contains("host.docker.internal"), "{stderr}");
+    }
 }

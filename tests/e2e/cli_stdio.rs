@@ -63,6 +63,29 @@ fn a_database_path_that_is_a_folder_fails_at_once_with_sqlite_s_cause_and_the_se
 }
 
 #[test]
+fn with_rust_backtrace_set_a_start_up_error_is_still_one_line_and_exits_1() {
+    let temporary = tempfile::tempdir().expect("temp dir");
+    let folder = temporary.path();
+    let output = run_to_end(stdio_app(folder).env("RUST_BACKTRACE", "1").env("DATABASE_URL", "mysql://db/cursos"));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    let error_lines: Vec<&str> = stderr.lines().skip_while(|line| !line.starts_with("Error: ")).collect();
+    assert_eq!(error_lines.len(), 1, "one line, no backtrace: {stderr}");
+    assert!(error_lines[0].contains("DATABASE_URL is set but is not a PostgreSQL URL"), "{stderr}");
+}
+
+#[test]
+fn an_empty_database_url_means_unset() {
+    let temporary = tempfile::tempdir().expect("temp dir");
+    let folder = temporary.path();
+    let database = folder.join("cursos.db");
+    let output = run_to_end(stdio_app(folder).arg("check").env("DATABASE_URL", "").env("DATABASE_PATH", &database));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}{}", String::from_utf8_lossy(&output.stderr));
+    assert!(database.exists(), "the SQLite file was used: {stdout}");
+}
+
+#[test]
 fn a_database_url_that_is_not_postgresql_is_refused() {
     let temporary = tempfile::tempdir().expect("temp dir");
     let folder = temporary.path();

@@ -174,6 +174,12 @@ pub(crate) async fn start_backend_with_keys_file(
     spawn_backend(database, None, &all, false).await
 }
 
+/// True when these tests run in a container (Podman's `/run/.containerenv`, Docker's
+/// `/.dockerenv`), as the binaries tell: some of their messages differ there (issue 25).
+pub(crate) fn in_container() -> bool {
+    Path::new("/run/.containerenv").exists() || Path::new("/.dockerenv").exists()
+}
+
 /// The backend on `database`, a free loopback port, `RUST_LOG=info` and `api_key` if any, with
 /// nothing else from the test's environment; stdin closed, killed when dropped.
 fn backend_command(database: &Path, api_key: Option<&str>) -> Command {

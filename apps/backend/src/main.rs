@@ -3,16 +3,20 @@
 
 use backend::Settings;
 use backend::commands::{self, settings::Command};
-use clap::Parser;
 
 /// jemalloc, not glibc's malloc: the memory of closed sessions goes back to the system (ADR 0046).
 #[cfg(not(target_env = "msvc"))]
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
-    let settings = Settings::parse();
+/// Failures end as one line and status 1, whatever `RUST_BACKTRACE` says (issue 25).
+fn main() -> std::process::ExitCode {
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build();
+    mcp_server::log_writer::exit_code(runtime.map_err(anyhow::Error::from).and_then(|runtime| runtime.block_on(run())))
+}
+
+async fn run() -> anyhow::Result<()> {
+    let settings = Settings::from_command_line();
     // Held to the end of `main`: it flushes the queued log lines (dropped by `exit` paths, which
     // log through the direct writer instead).
     let _logs = backend::install_logging(settings.log_format, settings.command.is_none());

@@ -6,21 +6,23 @@
 //! state is built by `mcp_server::setup`.
 
 use anyhow::Context;
-use clap::Parser;
 use mcp_cursos_stdio::settings::{Settings, StdioCommand};
 use mcp_server::{CursosServer, Setup};
 
-fn main() -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    let result = runtime.block_on(run());
-    // Not a plain drop: after a signal, the thread reading stdin is still blocked in its read,
-    // and a drop would wait for it (for a line the host may never send).
-    runtime.shutdown_background();
-    result
+/// Failures end as one line and status 1, whatever `RUST_BACKTRACE` says (issue 25).
+fn main() -> std::process::ExitCode {
+    let result = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(anyhow::Error::from);
+    mcp_server::log_writer::exit_code(result.and_then(|runtime| {
+        let result = runtime.block_on(run());
+        // Not a plain drop: after a signal, the thread reading stdin is still blocked in its read,
+        // and a drop would wait for it (for a line the host may never send).
+        runtime.shutdown_background();
+        result
+    }))
 }
 
 async fn run() -> anyhow::Result<()> {
-    let settings = Settings::parse();
+    let settings = Settings::from_command_line();
     let _logs = mcp_cursos_stdio::install_logging(settings.log_format);
     let database_path = settings
         .database_path()

@@ -10,7 +10,8 @@
 //! domain values to wire types by hand ([`wire`]) and maps each domain error to exactly one MCP
 //! outcome (`outcomes`).
 //!
-//! **Layers** (each imports only from those before it; `options` and `reloaded_file` are leaves):
+//! **Layers** (each imports only from those before it; `options`, `reloaded_file` and `container`
+//! are leaves):
 //!
 //! ```text
 //! contract/  wire shapes, argument readers, URIs, export format, prompt text, app names (no rmcp)
@@ -26,6 +27,7 @@
 
 mod access;
 pub mod app;
+pub mod container;
 mod contract;
 mod live;
 pub mod log_writer;

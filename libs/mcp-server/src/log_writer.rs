@@ -54,6 +54,27 @@ pub fn direct_writer() -> impl Write {
     Stderr::new(io::stderr())
 }
 
+/// The line an app ends with when it fails: `Error: ` and the error with its causes, joined by
+/// `: ` on one line (`{:#}`, anyhow's chain). Never the `Debug` form that `fn main() -> Result`
+/// prints: with `RUST_BACKTRACE=1` (CI sets it) that grows a backtrace under a start-up error
+/// meant to be read in one line (issue 25).
+#[must_use]
+pub fn failure_line(error: &dyn std::fmt::Display) -> String {
+    format!("Error: {error:#}")
+}
+
+/// The exit status of an app's `main` for `result`: success, or [`failure_line`] written to stderr
+/// (never an error: there is nowhere else to report it) and status 1.
+pub fn exit_code<E: std::fmt::Display>(result: Result<(), E>) -> std::process::ExitCode {
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) => {
+            let _ = writeln!(io::stderr(), "{}", failure_line(&error));
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
 /// Log lines lost so far: not written (the disk was full) or dropped (the queue was full).
 #[must_use]
 pub fn dropped_log_lines() -> u64 {
@@ -109,6 +130,21 @@ impl<W> Stderr<W> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Shows its cause only in the alternate form, as `anyhow::Error` does.
+    struct Chained;
+
+    impl std::fmt::Display for Chained {
+        fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            formatter.write_str("invalid API_KEY")?;
+            if formatter.alternate() { formatter.write_str(": too short") } else { Ok(()) }
+        }
+    }
+
+    #[test]
+    fn a_failure_is_one_line_with_its_causes() {
+        assert_eq!(failure_line(&Chained), "Error: invalid API_KEY: too short");
+    }
 
     /// A destination that fails while `full` is set, like a file on a full disk.
     #[derive(Clone, Default)]

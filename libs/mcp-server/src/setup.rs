@@ -15,6 +15,8 @@ use std::time::Duration;
 
 use courses_domain::{Catalog, CatalogName, ChangeFollower};
 
+use crate::container::Container;
+
 use crate::access::confirmation::ConfirmationSecretTooShort;
 use crate::access::policy::Policy;
 use crate::live::hub::LiveUpdateLimits;
@@ -169,5 +171,53 @@ pub fn open_database(
     path: &std::path::Path,
 ) -> Result<courses_domain::OpenedDatabase, courses_domain::DatabaseSettingError> {
     let names = courses_domain::DatabaseSettingNames { url: "DATABASE_URL", path: "DATABASE_PATH" };
-    courses_domain::open_database(url, path, names)
+    courses_domain::open_database(url, path, names).map_err(|error| with_container_hint(error, Container::detect()))
+}
+
+/// `error` with a hint when it is a PostgreSQL server on a loopback host that could not be
+/// reached from inside `container`: there, `127.0.0.1` is the container itself (issue 25).
+#[must_use]
+pub fn with_container_hint(
+    error: courses_domain::DatabaseSettingError,
+    container: Option<Container>,
+) -> courses_domain::DatabaseSettingError {
+    match (error.unreached_loopback_host().map(str::to_owned), container) {
+        (Some(host), Some(container)) => error.with_hint(&format!(
+            "this app runs in a container, where {host} is the container itself, not the machine it runs on: \
+             in DATABASE_URL name PostgreSQL's own container or compose service (such as `db`), or the \
+             machine as {machine}",
+            machine = container.host_machine_name()
+        )),
+        _ => error,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A PostgreSQL URL on a loopback port nobody listens on (the opening tries for about 2 s).
+    fn unreachable_loopback_error() -> courses_domain::DatabaseSettingError {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("address").port();
+        let url = format!("postgres://app:senha@127.0.0.1:{port}/cursos");
+        let names = courses_domain::DatabaseSettingNames { url: "DATABASE_URL", path: "DATABASE_PATH" };
+        courses_domain::open_database(Some(&url), std::path::Path::new("unused.db"), names).expect_err("nobody listens")
+    }
+
+    #[test]
+    fn a_loopback_database_host_unreached_from_a_container_gets_the_hint_to_name_the_machine() {
+        let error = unreachable_loopback_error();
+        let without = error.to_string();
+        assert!(!without.contains("container"), "{without}");
+        let podman = with_container_hint(error, Some(Container::Podman)).to_string();
+        assert!(podman.starts_with(&without), "the cause and the setting first: {podman}");
+        assert!(podman.contains("127.0.0.1 is the container itself"), "{podman}");
+        assert!(podman.contains("host.containers.internal"), "{podman}");
+        assert!(!podman.contains("senha"), "{podman}");
+        let docker = with_container_hint(unreachable_loopback_error(), Some(Container::Docker)).to_string();
+        assert!(docker.contains("host.docker.internal"), "{docker}");
+        let outside = unreachable_loopback_error();
+        let unchanged = outside.to_string();
+        assert_eq!(with_container_hint(outside, None).to_string(), unchanged, "no container, no hint");
+    }
 }

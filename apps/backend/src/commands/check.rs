@@ -14,6 +14,7 @@ use super::startup::{
 use crate::http::guard::is_loopback_host;
 use crate::keys::api_key::ApiKey;
 use crate::keys::keys_file::KeyHash;
+use mcp_server::container::Container;
 
 /// `check`: prints the findings of [`check`] and exits, with status 1 when one fails.
 ///
@@ -80,12 +81,8 @@ pub async fn check(settings: &Settings) -> Vec<Finding> {
             settings.allowed_origins.len()
         )
     })));
-    if !is_loopback_host(&settings.host) && settings.allowed_hosts.is_empty() {
-        findings.push(Finding::Warning(format!(
-            "HOST={} listens beyond loopback but ALLOWED_HOSTS is empty: requests naming this machine's \
-             address or name in Host are refused; list those names in ALLOWED_HOSTS",
-            settings.host
-        )));
+    if let Some(finding) = exposure_finding(settings, Container::detect()) {
+        findings.push(finding);
     }
     let oauth = oauth_config(settings);
     let oauth_on = matches!(oauth, Ok(Some(_)));
@@ -175,8 +172,32 @@ fn generated_key_finding(kept_in: Option<&std::path::Path>) -> Finding {
     }
 }
 
+/// What `check` says of a `HOST` beyond loopback with no `ALLOWED_HOSTS`: a warning on a machine
+/// of its own; in a `container`, where that `HOST` is the container's interface and a port
+/// published on loopback is served as is, what it means (as `serve` says nothing at start,
+/// [`exposure_warning`](crate::http::guard::exposure_warning)).
+fn exposure_finding(settings: &Settings, container: Option<Container>) -> Option<Finding> {
+    if is_loopback_host(&settings.host) || !settings.allowed_hosts.is_empty() {
+        return None;
+    }
+    Some(match container {
+        None => Finding::Warning(format!(
+            "HOST={} listens beyond loopback but ALLOWED_HOSTS is empty: requests naming this machine's \
+             address or name in Host are refused; list those names in ALLOWED_HOSTS",
+            settings.host
+        )),
+        Some(_) => Finding::Ok(format!(
+            "HOST={} in a container: clients through a port published on loopback (127.0.0.1:3000) are \
+             served; a port published to other machines needs their names in ALLOWED_HOSTS",
+            settings.host
+        )),
+    })
+}
+
 #[cfg(test)]
 mod tests {
+    use clap::Parser;
+
     use super::*;
 
     #[test]
@@ -198,5 +219,18 @@ mod tests {
         let refused = generated_key_finding(Some(&path));
         assert!(refused.fails() && refused.to_string().contains(&path.display().to_string()), "{refused}");
         assert!(!refused.to_string().contains("colada"), "never quoted: {refused}");
+    }
+
+    #[test]
+    fn a_wildcard_host_without_allowed_hosts_is_a_warning_except_in_a_container() {
+        let settings = Settings::try_parse_from(["mcp-cursos-backend", "--host", "0.0.0.0"]).expect("settings");
+        let Some(Finding::Warning(warning)) = exposure_finding(&settings, None) else {
+            panic!("a warning on a machine of its own");
+        };
+        assert!(warning.contains("ALLOWED_HOSTS"), "{warning}");
+        let Some(Finding::Ok(note)) = exposure_finding(&settings, Some(Container::Podman)) else {
+            panic!("no warning in a container");
+        };
+        assert!(note.contains("published to other machines needs their names in ALLOWED_HOSTS"), "{note}");
     }
 }

@@ -21,14 +21,17 @@ use crate::atomic_file;
 /// `export`'s flags.
 #[derive(Debug, Clone, Args)]
 pub struct ExportArgs {
-    /// The catalog to export (1-64 of a-z, 0-9, '-'); `padrao` by default (ADR 0035).
+    /// The catalog to export.
+    ///
+    /// 1-64 of a-z, 0-9, '-'; `padrao` by default (ADR 0035).
     #[arg(long, value_parser = CatalogName::parse, default_value = CatalogName::DEFAULT)]
     pub catalog: CatalogName,
     /// Also write each course's history (oldest entry first) under `historico`.
     #[arg(long)]
     pub history: bool,
-    /// Where to write: a file (written whole or not at all, readable by its owner only) or `-` for
-    /// stdout. An existing file is refused unless --overwrite is given, as for `backup`.
+    /// Where to write: a file, or `-` for stdout.
+    ///
+    /// A file is written whole or not at all, readable by its owner only. An existing file is refused unless --overwrite is given, as for `backup`.
     #[arg(long, default_value = "-")]
     pub output: PathBuf,
     /// Replace the --output file if it exists.

@@ -46,18 +46,22 @@ pub struct ImportArgs {
     /// The catalog to import into; `padrao` by default (ADR 0035).
     #[arg(long, value_parser = CatalogName::parse, default_value = CatalogName::DEFAULT)]
     pub catalog: CatalogName,
-    /// `jsonl` or `csv`; by default, `csv` for a file named `*.csv`, `jsonl` otherwise.
+    /// `jsonl` or `csv` (by default from the file's name).
+    ///
+    /// By default, `csv` for a file named `*.csv`, `jsonl` otherwise.
     #[arg(long, value_enum)]
     pub format: Option<Format>,
-    /// Write the valid rows even when others are refused (by default nothing is written unless
-    /// every row is valid).
+    /// Write the valid rows even when others are refused.
+    ///
+    /// By default nothing is written unless every row is valid.
     #[arg(long)]
     pub partial: bool,
     /// Only tell what would happen (new, already present, refused); write nothing.
     #[arg(long)]
     pub dry_run: bool,
-    /// Who is importing, recorded as the author of each imported course's history entry (tool
-    /// `importar`); by default $USER.
+    /// Who is importing; by default $USER.
+    ///
+    /// Recorded as the author of each imported course's history entry (tool `importar`).
     #[arg(long, env = "USER", hide_env_values = true)]
     pub author: Option<String>,
     /// Rows per transaction.

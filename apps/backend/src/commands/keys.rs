@@ -23,8 +23,9 @@ pub enum KeysCommand {
         /// `leitura` (resources, prompts, completions; no writing tool) or `escrita` (everything).
         #[arg(long, value_parser = Scope::parse)]
         scope: Scope,
-        /// The one catalog the key reads and changes (1-64 of a-z, 0-9, '-'); `padrao` by default
-        /// (ADR 0035).
+        /// The one catalog the key reads and changes.
+        ///
+        /// 1-64 of a-z, 0-9, '-'; `padrao` by default (ADR 0035).
         #[arg(long, value_parser = CatalogName::parse, default_value = CatalogName::DEFAULT)]
         catalog: CatalogName,
     },

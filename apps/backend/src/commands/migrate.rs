@@ -13,23 +13,31 @@ use super::progress::{EXIT_INTERRUPTED, Interrupt, Shown};
 /// `migrate`: where from, where to. A PostgreSQL URL (which may hold a password) is only taken
 /// from an environment variable, never from a flag, which `ps` would show.
 #[derive(Debug, Clone, clap::Args)]
+// The usage clap would write is one line of 115 characters: two, for `-h` on a terminal.
+#[command(override_usage = "mcp-cursos-backend migrate [OPTIONS] <--from <PATH>|--from-env <VARIABLE>>\n       \
+                            <--to <PATH>|--to-env <VARIABLE>>")]
 #[command(group(clap::ArgGroup::new("source").required(true).args(["from", "from_env"])))]
 #[command(group(clap::ArgGroup::new("target").required(true).args(["to", "to_env"])))]
 pub struct MigrateArguments {
     /// The SQLite file to copy from.
     #[arg(long, value_name = "PATH")]
     pub from: Option<PathBuf>,
-    /// The environment variable holding the source: a PostgreSQL URL (postgres://…), or a SQLite path.
+    /// The environment variable holding the source.
+    ///
+    /// A PostgreSQL URL (postgres://…), or a SQLite path.
     #[arg(long, value_name = "VARIABLE")]
     pub from_env: Option<String>,
     /// The SQLite file to copy to (created if missing).
     #[arg(long, value_name = "PATH")]
     pub to: Option<PathBuf>,
-    /// The environment variable holding the target: a PostgreSQL URL (postgres://…), or a SQLite path.
+    /// The environment variable holding the target.
+    ///
+    /// A PostgreSQL URL (postgres://…), or a SQLite path.
     #[arg(long, value_name = "VARIABLE")]
     pub to_env: Option<String>,
-    /// Replace whatever the target holds (every catalog), in the same transaction as the copy:
-    /// the target ends up as the source, or as it was if anything fails.
+    /// Replace whatever the target holds (every catalog).
+    ///
+    /// In the same transaction as the copy: the target ends up as the source, or as it was if anything fails.
     #[arg(long)]
     pub force: bool,
 }

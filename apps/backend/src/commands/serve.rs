@@ -66,7 +66,7 @@ impl Server {
         let guard = request_guard(settings)?;
         let oauth = oauth_config(settings)?;
         let policy = load_policy(settings.policy_file.as_deref())?;
-        if let Some(warning) = exposure_warning(&settings.host, &guard) {
+        if let Some(warning) = exposure_warning(&settings.host, &guard, mcp_server::container::Container::detect()) {
             tracing::warn!(target: LOG_TARGET, "{warning}");
         }
         let configured_key = settings.api_key.as_deref().map(ApiKey::parse).transpose().context("invalid API_KEY")?;

@@ -56,8 +56,8 @@ pub async fn bind(host: &str, port: u16) -> Result<tokio::net::TcpListener, Sett
 /// any): `API_KEY`'s, or the generated key's.
 ///
 /// # Errors
-/// [`SettingError`] naming `KEYS_FILE`: missing (with the command that creates it), unreadable or
-/// malformed.
+/// [`SettingError`] naming `KEYS_FILE`: missing (with the command that creates it), unreadable
+/// (with the system's cause) or malformed.
 pub fn load_keyring(api_key: Option<KeyHash>, keys_file: Option<&Path>) -> Result<Keyring, SettingError> {
     Keyring::load_hashed(api_key, keys_file).map_err(|error| {
         let path = keys_file.map(absolute).unwrap_or_default();
@@ -67,7 +67,8 @@ pub fn load_keyring(api_key: Option<KeyHash>, keys_file: Option<&Path>) -> Resul
                  `mcp-cursos-backend keys create --name <name> --scope escrita` with the same KEYS_FILE",
                 path.display()
             )),
-            _ => SettingError(format!("{error}: invalid KEYS_FILE={}", path.display())),
+            KeysFileError::Io { cause, .. } => SettingError(unreadable_keys_file(cause, &path)),
+            KeysFileError::Line { .. } => SettingError(format!("{error}: invalid KEYS_FILE={}", path.display())),
         }
     })
 }
@@ -88,6 +89,20 @@ pub fn generated_key_path(settings: &Settings) -> Option<PathBuf> {
 /// when it is not a regular file, cannot be read or does not parse; never quoting it.
 pub fn read_generated_key(path: &Path) -> Result<Option<GeneratedKey>, SettingError> {
     generated_key::read(path).map_err(|error| SettingError(error.to_string()))
+}
+
+/// The message for a keys file that exists but cannot be read: what the system said, the file,
+/// and what to change. Not "invalid": nothing in it was read (issue 25).
+fn unreadable_keys_file(cause: &std::io::Error, path: &Path) -> String {
+    let change = if path.is_dir() {
+        "that is a folder: point KEYS_FILE at the keys file in it (such as <folder>/keys), which \
+         `mcp-cursos-backend keys create --name <name> --scope escrita` creates"
+    } else if cause.kind() == std::io::ErrorKind::PermissionDenied {
+        "let the user this server runs as read it (and enter its folders), or point KEYS_FILE at a file it can read"
+    } else {
+        "point KEYS_FILE at a keys file this user can read"
+    };
+    format!("{cause}: cannot read KEYS_FILE={}; {change}", path.display())
 }
 
 /// Reads `POLICY_FILE` (if set): the policy to start with, and the file to follow.
@@ -170,4 +185,30 @@ pub fn check_no_auth(settings: &Settings) -> Result<(), SettingError> {
         )));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_keys_file_that_is_a_folder_is_called_unreadable_with_the_system_s_cause_and_what_to_do() {
+        let folder = tempfile::tempdir().expect("temp dir");
+        let message = load_keyring(None, Some(folder.path())).expect_err("a folder is no keys file").0;
+        assert!(
+            message.starts_with("not a regular file") && message.contains("cannot read KEYS_FILE="),
+            "the cause first, then the setting: {message}"
+        );
+        assert!(message.contains(&folder.path().display().to_string()), "{message}");
+        assert!(message.contains("point KEYS_FILE at the keys file"), "{message}");
+        assert!(!message.contains("invalid"), "nothing was read, so nothing is invalid: {message}");
+    }
+
+    #[test]
+    fn a_keys_file_without_read_permission_says_who_must_be_able_to_read_it() {
+        let cause = std::io::Error::from(std::io::ErrorKind::PermissionDenied);
+        let message = unreadable_keys_file(&cause, Path::new("/etc/mcp-cursos/keys"));
+        assert!(message.contains("cannot read KEYS_FILE=/etc/mcp-cursos/keys"), "{message}");
+        assert!(message.contains("let the user this server runs as read it"), "{message}");
+    }
 }

@@ -156,10 +156,19 @@ pub fn is_loopback_host(host: &str) -> bool {
 
 /// The start-up warning for a server listening beyond loopback while answering only loopback
 /// names: every request from another machine (probes included, but for `/health` and `/ready`)
-/// would get 403. `None` when there is nothing to warn about.
+/// would get 403. `None` when there is nothing to warn about, and in a `container`: there a
+/// wildcard `HOST` is the container's own interface, reached only through the ports the operator
+/// published, and one published on the host's loopback (`-p 127.0.0.1:3000:3000`, as the README
+/// shows) brings `Host: 127.0.0.1:3000`, which is served. A port published to other machines
+/// shows itself at the first request that names this server otherwise: each refused `Host` is
+/// logged as a warning naming `ALLOWED_HOSTS` (ADR 0029, amended).
 #[must_use]
-pub fn exposure_warning(listen_host: &str, guard: &RequestGuard) -> Option<String> {
-    (!is_loopback_host(listen_host) && guard.loopback_only()).then(|| {
+pub fn exposure_warning(
+    listen_host: &str,
+    guard: &RequestGuard,
+    container: Option<mcp_server::container::Container>,
+) -> Option<String> {
+    (!is_loopback_host(listen_host) && guard.loopback_only() && container.is_none()).then(|| {
         format!(
             "HOST={listen_host} listens beyond loopback but ALLOWED_HOSTS is empty: /mcp answers 403 to every \
              request whose Host is not localhost, 127.0.0.1 or ::1 (/health and /ready answer any Host). \
@@ -408,12 +417,23 @@ mod tests {
         let loopback = RequestGuard::loopback();
         let widened = RequestGuard::loopback().with_hosts(["cursos.example.com"]).expect("valid");
         for host in ["0.0.0.0", "::", "10.0.0.5", "cursos.example.com"] {
-            let warning = exposure_warning(host, &loopback).expect("a warning");
+            let warning = exposure_warning(host, &loopback, None).expect("a warning");
             assert!(warning.contains("ALLOWED_HOSTS") && warning.contains(host), "{warning}");
-            assert_eq!(exposure_warning(host, &widened), None, "{host} with ALLOWED_HOSTS");
+            assert_eq!(exposure_warning(host, &widened, None), None, "{host} with ALLOWED_HOSTS");
         }
         for host in ["127.0.0.1", "::1", "[::1]", "localhost"] {
-            assert_eq!(exposure_warning(host, &loopback), None, "{host}");
+            assert_eq!(exposure_warning(host, &loopback, None), None, "{host}");
         }
+    }
+
+    #[test]
+    fn a_wildcard_host_in_a_container_is_not_warned_about_at_start() {
+        use mcp_server::container::Container;
+        // The image's HOST=0.0.0.0 behind `-p 127.0.0.1:3000:3000`: clients send a loopback Host.
+        for container in [Container::Podman, Container::Docker] {
+            assert_eq!(exposure_warning("0.0.0.0", &RequestGuard::loopback(), Some(container)), None);
+        }
+        let published = headers(Some("127.0.0.1:3000"), None);
+        assert_eq!(RequestGuard::loopback().check(&published, None), Ok(()));
     }
 }
