@@ -33,6 +33,26 @@ def rss_mib() -> float:
     raise RuntimeError("no VmRSS")
 
 
+def jemalloc_stats(when: str) -> None:
+    """Diagnosis (STATS=1, on a build with tikv-jemallocator's `stats` feature): gdb calls jemalloc's
+    `malloc_stats_print` in the process; its totals (allocated, active, metadata, resident, mapped,
+    retained) go to the backend's log, and their line is printed here."""
+    if not os.environ.get("STATS"):
+        return
+    log = folder + "/log"
+    start = os.path.getsize(log)
+    subprocess.run(["gdb", "-p", str(backend.pid), "-batch", "-ex", "call (void) _rjem_malloc_stats_print(0, 0, 0)"],
+                   capture_output=True)
+    with open(log) as text:
+        text.seek(start)
+        dump = text.read()
+    with open(f"{folder}/jemalloc-{when}.txt", "w") as out:
+        out.write(dump)
+    for line in dump.splitlines():
+        if line.startswith("Allocated:"):
+            print(f"  jemalloc {when} ({folder}/jemalloc-{when}.txt): {line.strip()}", flush=True)
+
+
 def open_sessions() -> int:
     c = http.client.HTTPConnection("127.0.0.1", PORT, timeout=10)
     c.request("GET", "/health")
@@ -88,6 +108,7 @@ parallel(closer, [(ids,) for ids in warm])
 time.sleep(SETTLE)
 first = rss_mib()
 print(f"before the first burst (after {WARMUP} sessions opened and closed): {first:.1f} MiB", flush=True)
+jemalloc_stats("before")
 for cycle in range(1, CYCLES + 1):
     per = [[] for _ in range(CONNECTIONS)]
     parallel(worker, [(SESSIONS // CONNECTIONS, ids) for ids in per])
@@ -102,6 +123,7 @@ for cycle in range(1, CYCLES + 1):
           flush=True)
 last = rss_mib()
 print(f"after {CYCLES} bursts: {last:.1f} MiB = {last / first:.2f}x the RSS before the first", flush=True)
+jemalloc_stats("after")
 if os.environ.get("TRIM"):  # diagnosis: what glibc would give back (gdb calls malloc_trim(0) in the process)
     subprocess.run(["gdb", "-p", str(backend.pid), "-batch", "-ex", "call (int) malloc_trim(0)"], capture_output=True)
     print(f"after malloc_trim(0): {rss_mib():.1f} MiB", flush=True)
