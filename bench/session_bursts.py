@@ -6,7 +6,9 @@ last one closed. Prints one line per measure and the ratio of the final RSS to t
     BIN=target/release/mcp-cursos-backend python3 bench/session_bursts.py
     CYCLES=5 SESSIONS=2000 CONNECTIONS=8 WARMUP=64 SETTLE=3 ...   (the defaults)
 
-A measurement, not a test: after a burst it polls /health until no session is open."""
+A measurement, not a test: after a burst it polls /health until no session is open. STATS=1 (on a
+build with tikv-jemallocator's `stats` feature, gdb installed) also prints jemalloc's own totals
+before the first burst and after the last, and keeps its full statistics beside the database."""
 import http.client, json, os, socket, subprocess, sys, tempfile, threading, time
 
 BIN = os.environ.get("BIN", "target/release/mcp-cursos-backend")

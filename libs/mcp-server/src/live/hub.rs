@@ -696,9 +696,13 @@ mod tests {
     fn a_map_a_burst_grew_gives_its_spare_capacity_back_once_a_quarter_full_or_less() {
         let mut sessions: HashMap<u64, [u8; 300]> = (0..2_000).map(|key| (key, [0; 300])).collect();
         let grown = sessions.capacity();
-        sessions.retain(|key, _| *key < 600);
+        sessions.retain(|key, _| *key < 1_000);
         release_spare_capacity(&mut sessions);
-        assert_eq!(sessions.capacity(), grown, "kept while more than a quarter full");
+        assert!(
+            sessions.capacity() > grown / 2,
+            "kept while more than a quarter full: {} of {grown}",
+            sessions.capacity()
+        );
         sessions.retain(|key, _| *key < 10);
         release_spare_capacity(&mut sessions);
         assert!(sessions.capacity() < 64, "{} slots left for 10 sessions", sessions.capacity());
