@@ -6,7 +6,9 @@ last one closed. Prints one line per measure and the ratio of the final RSS to t
     BIN=target/release/mcp-cursos-backend python3 bench/session_bursts.py
     CYCLES=5 SESSIONS=2000 CONNECTIONS=8 WARMUP=64 SETTLE=3 ...   (the defaults)
 
-A measurement, not a test: after a burst it polls /health until no session is open."""
+A measurement, not a test: after a burst it polls /health until no session is open. STATS=1 (on a
+build with tikv-jemallocator's `stats` feature, gdb installed) also prints jemalloc's own totals
+before the first burst and after the last, and keeps its full statistics beside the database."""
 import http.client, json, os, socket, subprocess, sys, tempfile, threading, time
 
 BIN = os.environ.get("BIN", "target/release/mcp-cursos-backend")
@@ -31,6 +33,26 @@ def rss_mib() -> float:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
     raise RuntimeError("no VmRSS")
+
+
+def jemalloc_stats(when: str) -> None:
+    """Diagnosis (STATS=1, on a build with tikv-jemallocator's `stats` feature): gdb calls jemalloc's
+    `malloc_stats_print` in the process; its totals (allocated, active, metadata, resident, mapped,
+    retained) go to the backend's log, and their line is printed here."""
+    if not os.environ.get("STATS"):
+        return
+    log = folder + "/log"
+    start = os.path.getsize(log)
+    subprocess.run(["gdb", "-p", str(backend.pid), "-batch", "-ex", "call (void) _rjem_malloc_stats_print(0, 0, 0)"],
+                   capture_output=True)
+    with open(log) as text:
+        text.seek(start)
+        dump = text.read()
+    with open(f"{folder}/jemalloc-{when}.txt", "w") as out:
+        out.write(dump)
+    for line in dump.splitlines():
+        if line.startswith("Allocated:"):
+            print(f"  jemalloc {when} ({folder}/jemalloc-{when}.txt): {line.strip()}", flush=True)
 
 
 def open_sessions() -> int:
@@ -88,6 +110,7 @@ parallel(closer, [(ids,) for ids in warm])
 time.sleep(SETTLE)
 first = rss_mib()
 print(f"before the first burst (after {WARMUP} sessions opened and closed): {first:.1f} MiB", flush=True)
+jemalloc_stats("before")
 for cycle in range(1, CYCLES + 1):
     per = [[] for _ in range(CONNECTIONS)]
     parallel(worker, [(SESSIONS // CONNECTIONS, ids) for ids in per])
@@ -102,6 +125,7 @@ for cycle in range(1, CYCLES + 1):
           flush=True)
 last = rss_mib()
 print(f"after {CYCLES} bursts: {last:.1f} MiB = {last / first:.2f}x the RSS before the first", flush=True)
+jemalloc_stats("after")
 if os.environ.get("TRIM"):  # diagnosis: what glibc would give back (gdb calls malloc_trim(0) in the process)
     subprocess.run(["gdb", "-p", str(backend.pid), "-batch", "-ex", "call (int) malloc_trim(0)"], capture_output=True)
     print(f"after malloc_trim(0): {rss_mib():.1f} MiB", flush=True)

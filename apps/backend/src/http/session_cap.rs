@@ -83,8 +83,10 @@ impl SessionCap {
         registry.owners.retain(|id, _| live.contains_key(id));
         registry.by_principal.retain(|_, held| {
             held.open.retain(|id| live.contains_key(id));
+            release_spare_capacity(&mut held.open, Vec::capacity, Vec::len, Vec::shrink_to);
             !held.open.is_empty() || held.opening > 0
         });
+        release_spare_capacity(&mut registry.owners, HashMap::capacity, HashMap::len, HashMap::shrink_to);
         drop(live);
         let held = registry.by_principal.entry(principal.clone()).or_default();
         let count = held.open.len() + held.opening;
@@ -187,6 +189,22 @@ impl Drop for Reservation {
     }
 }
 
+/// Shrinks a collection to twice its entries once they fill a quarter of its capacity or less
+/// (and it has grown past a few dozen; amortized O(1), as the growth that doubles it): a burst of
+/// 2,000 sessions left `owners` and a key's `open` at 4,096 and 2,048 slots after they closed
+/// (issue 24, item 7).
+fn release_spare_capacity<C>(
+    collection: &mut C,
+    capacity: fn(&C) -> usize,
+    len: fn(&C) -> usize,
+    shrink_to: fn(&mut C, usize),
+) {
+    let (capacity, len) = (capacity(collection), len(collection));
+    if capacity > 64 && len <= capacity / 4 {
+        shrink_to(collection, len * 2);
+    }
+}
+
 fn too_many_sessions(caller: &Caller, open: usize, limit: NonZeroUsize) -> Response {
     tracing::warn!(target: "backend::session_cap", key = caller.name(), open, limit, "initialize refused: the key holds its most open sessions");
     (
@@ -206,6 +224,18 @@ fn too_many_sessions(caller: &Caller, open: usize, limit: NonZeroUsize) -> Respo
 mod tests {
     use super::*;
     use mcp_server::Scope;
+
+    #[test]
+    fn what_a_burst_of_sessions_grew_is_given_back_once_they_closed() {
+        let mut owners: HashMap<u64, u64> = (0..2_000).map(|key| (key, key)).collect();
+        let mut open: Vec<u64> = (0..2_000).collect();
+        owners.retain(|key, _| *key < 10);
+        open.truncate(10);
+        release_spare_capacity(&mut owners, HashMap::capacity, HashMap::len, HashMap::shrink_to);
+        release_spare_capacity(&mut open, Vec::capacity, Vec::len, Vec::shrink_to);
+        assert!(owners.capacity() < 64 && open.capacity() < 64, "{} and {}", owners.capacity(), open.capacity());
+        assert_eq!((owners.len(), open.len()), (10, 10));
+    }
 
     fn naming(session: &str, revision: &str) -> HeaderMap {
         let mut headers = HeaderMap::new();
