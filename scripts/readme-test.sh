@@ -34,11 +34,12 @@
 # Port 3000 is used as written when it is free; when it is taken, a free port replaces it everywhere
 # (said in the log). Servers a block starts are stopped at its end; containers, the volume, a
 # ./data the test created and its temporary folder are removed on exit.
+# Usage: bash scripts/readme-test.sh [FILE]   (FILE, default README.md: another only to try the test)
 # Last line: `readme-test: ... passed in N s`; exit 1 at the first command that fails.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$PWD"
-README="$ROOT/README.md"
+README="$(realpath "${1:-README.md}")"   # another file only to try the test itself
 HELPER=(python3 "$ROOT/scripts/readme_test.py")
 # shellcheck source=/dev/null
 source target/release-tools/env.sh
