@@ -21,7 +21,8 @@
 #                                                /health, its stdout against the ```text sample, ./data/cursos.db
 #   cargo test --workspace                       skipped: .ci/run's step just before (cargo test --workspace --locked)
 #   cargo install --locked --path apps/mcp-stdio stand-in: HOME and CARGO_INSTALL_ROOT in a temporary folder,
-#                                                so it fills a temporary ~/.cargo/bin (CARGO_HOME kept)
+#                                                so it fills a temporary ~/.cargo/bin (CARGO_HOME kept); CARGO_TARGET_DIR
+#                                                the checkout's target/ (reuses the release build above)
 #   mcp-cursos-stdio                             as written (from PATH): MCP initialize + tools/list over stdin;
 #                                                stderr names ~/.local/share/mcp-cursos/cursos.db
 #   cargo build -p mcp-cursos-stdio -p ...       as written
@@ -171,7 +172,8 @@ readme_container_stage() { # the build stage's output, as scripts/release.sh han
 }
 readme_fake_home() {
   mkdir -p "$WORK/home" &&
-    export HOME="$WORK/home" CARGO_INSTALL_ROOT="$WORK/home/.cargo" PATH="$WORK/home/.cargo/bin:$PATH"
+    export HOME="$WORK/home" CARGO_INSTALL_ROOT="$WORK/home/.cargo" PATH="$WORK/home/.cargo/bin:$PATH" \
+      CARGO_TARGET_DIR="$ROOT/target"
 }
 readme_stdio() { # readme_stdio CATALOG COMMAND...: CATALOG (when not empty) named by stderr and created
   local names=()

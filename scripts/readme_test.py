@@ -153,8 +153,9 @@ RULES = [
          lambda c: ":"),
     Rule(r"cargo install --locked --path apps/mcp-stdio", "stand-in",
          "as written, with HOME=$WORK/home and CARGO_INSTALL_ROOT=$WORK/home/.cargo so it installs into a "
-         "temporary ~/.cargo/bin, not CI's (CARGO_HOME, the crates' cache, is kept); the binary must be "
-         "there after",
+         "temporary ~/.cargo/bin, not CI's (CARGO_HOME, the crates' cache, is kept), and CARGO_TARGET_DIR "
+         "the checkout's target/, so it reuses what `cargo run --release` just built instead of building "
+         "every crate again in a temporary folder; the binary must be there after",
          lambda c: 'readme_fake_home && ' + c.bare + ' && test -x "$HOME/.cargo/bin/mcp-cursos-stdio"'),
     Rule(r"mcp-cursos-stdio", "as written",
          "from PATH (the binary just installed), HOME the temporary one: an MCP initialize and tools/list "
