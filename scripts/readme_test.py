@@ -126,7 +126,7 @@ RULES = [
     Rule(r"git clone <this repository> (\S+) && cd \1", "stand-in",
          "a clone of this checkout ($ROOT) into a temporary folder: `<this repository>` is the checkout",
          lambda c: f'cd "$WORK" && {{ {c.bare.replace("<this repository>", chr(34) + "$ROOT" + chr(34))}; }}'),
-    Rule(r"podman build -t (mcp-cursos:\S+) \.", "stand-in",
+    Rule(r"podman build --format docker -t (mcp-cursos:\S+) \.", "stand-in",
          "docker.io's rust image (the Containerfile's build stage) is out of reach here: the same command "
          "with `--build-context build=<folder>` hands in the static binary scripts/release.sh built "
          "(dist/), as release.sh does; the final stage is the Containerfile's own",
