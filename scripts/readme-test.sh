@@ -194,7 +194,7 @@ readme_inspector() { # readme_inspector EXPECTED COMMAND...: exit 0 and EXPECTED
 }
 readme_sample() { # readme_sample LINE: the ```text block at LINE against the backend's stdout
   echo "readme-test: README.md:$1 [sample output] against the real stdout of cargo run"
-  "${HELPER[@]}" sample "$README" "$1" "$WORK/backend.out" "$PORT" || readme_fail "$1" "the sample output"
+  README_ROOT="$ROOT" "${HELPER[@]}" sample "$README" "$1" "$WORK/backend.out" "$PORT" || readme_fail "$1" "the sample output"
 }
 readme_json() { # readme_json LINE: the client configuration at LINE
   counts_json=$((counts_json + 1))

@@ -296,13 +296,15 @@ def cmd_json(readme: str, line: int, home: str, url: str) -> None:
 
 def cmd_sample(readme: str, line: int, output: str, port: str) -> None:
     """The sample's lines against the real stdout: keys (mcp_ and 64 hex digits, or abridged as
-    mcp_1234...) match any key; a lone `...` and one-line JSON (printed in full, indented, by the server,
-    as the note under the sample says) are not compared."""
+    mcp_1234...) match any key; `/home/me/mcp-cursos`, the README's clone, is the checkout the server
+    ran in (README_ROOT); a lone `...` and one-line JSON (printed in full, indented, by the server, as
+    the note under the sample says) are not compared."""
     block = next(b for b in blocks(readme) if b.line == line)
     real = [t.strip() for t in open(output, encoding="utf-8").read().splitlines()]
     missing = []
     for number, sample in block.lines:
         sample = sample.strip().replace("127.0.0.1:3000", f"127.0.0.1:{port}")
+        sample = sample.replace("/home/me/mcp-cursos", os.environ.get("README_ROOT", os.getcwd()))
         if not sample or sample == "..." or sample.startswith("{"):
             continue
         pattern = re.escape(sample)
