@@ -6,6 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use courses_domain::testing::{ReadOnly, is_root};
+
 use rmcp::model::{CallToolRequestParams, ReadResourceRequestParams};
 use serde_json::{Value, json};
 
@@ -80,10 +82,6 @@ fn remove_database_files(database: &Path) {
     }
 }
 
-fn is_root() -> bool {
-    Command::new("id").arg("-u").output().is_ok_and(|output| output.stdout.trim_ascii() == b"0")
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_database_file_deleted_while_running_refuses_writes_fails_readiness_and_acknowledges_nothing_lost() {
     let (_folder, database) = fresh_database();
@@ -101,36 +99,6 @@ async fn a_database_file_deleted_while_running_refuses_writes_fails_readiness_an
     drop(client);
     // The restart opens a new, empty file: no write after the deletion was acknowledged, so none is missing.
     after_a_restart_exactly(backend, &database, &[]).await;
-}
-
-/// Makes a file unwritable for this process: `chattr +i` as root (root ignores permission bits),
-/// `chmod a-w` otherwise. Undone on drop.
-struct ReadOnly {
-    path: PathBuf,
-    immutable: bool,
-}
-
-impl ReadOnly {
-    fn set(path: &Path) -> Self {
-        let immutable = is_root();
-        let status = if immutable {
-            Command::new("chattr").arg("+i").arg(path).status().expect("chattr")
-        } else {
-            Command::new("chmod").arg("a-w").arg(path).status().expect("chmod")
-        };
-        assert!(status.success(), "cannot make {} read-only (immutable: {immutable})", path.display());
-        Self { path: path.to_owned(), immutable }
-    }
-}
-
-impl Drop for ReadOnly {
-    fn drop(&mut self) {
-        let _ = if self.immutable {
-            Command::new("chattr").arg("-i").arg(&self.path).status()
-        } else {
-            Command::new("chmod").arg("u+w").arg(&self.path).status()
-        };
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -119,3 +119,46 @@ mod tests {
         assert_eq!(redact("postgres://db/test"), "postgres://db/test");
     }
 }
+
+/// Whether this process runs as root (which ignores permission bits, so read-only needs
+/// `chattr +i` there, and a few tests need root to mount a tmpfs).
+#[must_use]
+pub fn is_root() -> bool {
+    std::process::Command::new("id").arg("-u").output().is_ok_and(|output| output.stdout.trim_ascii() == b"0")
+}
+
+/// Makes a file unwritable for this process: `chattr +i` as root (root ignores permission bits),
+/// `chmod a-w` otherwise. Undone on drop.
+#[derive(Debug)]
+pub struct ReadOnly {
+    path: std::path::PathBuf,
+    immutable: bool,
+}
+
+impl ReadOnly {
+    /// Makes `path` unwritable.
+    ///
+    /// # Panics
+    /// When `chattr` or `chmod` fails.
+    #[must_use]
+    pub fn set(path: &std::path::Path) -> Self {
+        let immutable = is_root();
+        let status = if immutable {
+            std::process::Command::new("chattr").arg("+i").arg(path).status().expect("chattr")
+        } else {
+            std::process::Command::new("chmod").arg("a-w").arg(path).status().expect("chmod")
+        };
+        assert!(status.success(), "cannot make {} read-only (immutable: {immutable})", path.display());
+        Self { path: path.to_owned(), immutable }
+    }
+}
+
+impl Drop for ReadOnly {
+    fn drop(&mut self) {
+        let _ = if self.immutable {
+            std::process::Command::new("chattr").arg("-i").arg(&self.path).status()
+        } else {
+            std::process::Command::new("chmod").arg("u+w").arg(&self.path).status()
+        };
+    }
+}

@@ -182,40 +182,8 @@ impl DatabaseFile {
 
 #[cfg(test)]
 mod tests {
-    use std::process::Command;
-
     use super::*;
-
-    /// Makes a file unwritable for this process: `chattr +i` as root (root ignores permission
-    /// bits), `chmod a-w` otherwise. Undone on drop.
-    struct ReadOnly {
-        path: PathBuf,
-        immutable: bool,
-    }
-
-    impl ReadOnly {
-        fn set(path: &Path) -> Self {
-            let immutable =
-                Command::new("id").arg("-u").output().is_ok_and(|output| output.stdout.trim_ascii() == b"0");
-            let status = if immutable {
-                Command::new("chattr").arg("+i").arg(path).status().expect("chattr")
-            } else {
-                Command::new("chmod").arg("a-w").arg(path).status().expect("chmod")
-            };
-            assert!(status.success(), "cannot make {} read-only (immutable: {immutable})", path.display());
-            Self { path: path.to_owned(), immutable }
-        }
-    }
-
-    impl Drop for ReadOnly {
-        fn drop(&mut self) {
-            let _ = if self.immutable {
-                Command::new("chattr").arg("-i").arg(&self.path).status()
-            } else {
-                Command::new("chmod").arg("u+w").arg(&self.path).status()
-            };
-        }
-    }
+    use crate::testing::ReadOnly;
 
     #[test]
     fn through_a_symbolic_link_the_wal_that_is_checked_is_the_one_sqlite_writes_beside_the_real_file() {
