@@ -9,10 +9,12 @@
 //! failed opens (its error handler) and, while the last one failed, gives a read that finds no
 //! idle connection a connection of its own: opened now, so it either serves the read at once or
 //! fails at once with the real cause, and closed after the read. The pool's own retries refill
-//! it as before; their first success ends this (its acquire event).
+//! it as before; their first success ends this (its acquire event). No more of these connections
+//! are open at once than the pool's size: a read beyond that waits, as it would for the pool, until
+//! one of them closes or the pool serves it.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use diesel::r2d2::event::AcquireEvent;
@@ -31,8 +33,9 @@ const LOOK_AGAIN: Duration = Duration::from_millis(50);
 pub(crate) enum Checkout<C: R2D2Connection + 'static> {
     /// From the pool, back to it when dropped.
     Pooled(PooledConnection<ConnectionManager<C>>),
-    /// Opened for this read because the pool's last open failed.
-    Own(C),
+    /// Opened for this read because the pool's last open failed, with its place among the
+    /// [`ReadPool`]'s own connections (given back when dropped).
+    Own(C, OwnPlace),
 }
 
 impl<C: R2D2Connection + 'static> std::ops::Deref for Checkout<C> {
@@ -41,7 +44,7 @@ impl<C: R2D2Connection + 'static> std::ops::Deref for Checkout<C> {
     fn deref(&self) -> &C {
         match self {
             Self::Pooled(connection) => connection,
-            Self::Own(connection) => connection,
+            Self::Own(connection, _) => connection,
         }
     }
 }
@@ -50,7 +53,7 @@ impl<C: R2D2Connection + 'static> std::ops::DerefMut for Checkout<C> {
     fn deref_mut(&mut self) -> &mut C {
         match self {
             Self::Pooled(connection) => connection,
-            Self::Own(connection) => connection,
+            Self::Own(connection, _) => connection,
         }
     }
 }
@@ -61,6 +64,8 @@ pub(crate) struct ReadPool<C: R2D2Connection + 'static> {
     opens: OpenFailures,
     manager: Arc<ConnectionManager<C>>,
     customizer: SharedCustomizer<C>,
+    /// How many connections of the reads' own are open now (at most the pool's size).
+    own: Arc<AtomicU32>,
 }
 
 impl<C: R2D2Connection + 'static> Clone for ReadPool<C> {
@@ -70,6 +75,7 @@ impl<C: R2D2Connection + 'static> Clone for ReadPool<C> {
             opens: self.opens.clone(),
             manager: Arc::clone(&self.manager),
             customizer: self.customizer.clone(),
+            own: Arc::clone(&self.own),
         }
     }
 }
@@ -103,7 +109,13 @@ impl<C: R2D2Connection + 'static> ReadPool<C> {
             .error_handler(Box::new(opens.clone()))
             .event_handler(Box::new(opens.clone()))
             .build(ConnectionManager::new(database_url))?;
-        Ok(Self { pool, opens, manager: Arc::new(ConnectionManager::new(database_url)), customizer })
+        Ok(Self {
+            pool,
+            opens,
+            manager: Arc::new(ConnectionManager::new(database_url)),
+            customizer,
+            own: Arc::default(),
+        })
     }
 
     /// The pool itself (its status, its size).
@@ -117,8 +129,9 @@ impl<C: R2D2Connection + 'static> ReadPool<C> {
     }
 
     /// A connection for a read: an idle one of the pool; else, while the pool's last open failed,
-    /// one opened now for this read; else one the pool frees or opens, waited for up to the
-    /// pool's connection timeout.
+    /// one opened now for this read, unless as many as the pool's size are open already; else one
+    /// the pool frees or opens (or a place for one of its own), waited for up to the pool's
+    /// connection timeout.
     ///
     /// # Errors
     /// The cause a connection of the read's own could not be opened with; or r2d2's timeout.
@@ -129,7 +142,9 @@ impl<C: R2D2Connection + 'static> ReadPool<C> {
                 if let Some(connection) = self.try_get() {
                     return Ok(connection);
                 }
-                return self.open_own().map(Checkout::Own);
+                if let Some(place) = self.own_place() {
+                    return self.open_own().map(|connection| Checkout::Own(connection, place));
+                }
             }
             let wait = LOOK_AGAIN.min(deadline.saturating_duration_since(Instant::now()));
             match self.pool.get_timeout(wait) {
@@ -140,11 +155,30 @@ impl<C: R2D2Connection + 'static> ReadPool<C> {
         }
     }
 
+    /// A place for one more connection of the reads' own, if fewer than the pool's size are open.
+    fn own_place(&self) -> Option<OwnPlace> {
+        let bound = self.pool.max_size();
+        self.own
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |open| (open < bound).then_some(open + 1))
+            .ok()
+            .map(|_| OwnPlace(Arc::clone(&self.own)))
+    }
+
     /// Opens and sets up one connection, as the pool would, for one read.
     fn open_own(&self) -> Result<C, Box<dyn std::error::Error + Send + Sync>> {
         let mut connection = self.manager.connect()?;
         self.customizer.on_acquire(&mut connection)?;
         Ok(connection)
+    }
+}
+
+/// One of the [`ReadPool`]'s places for a connection of a read's own, given back when dropped.
+#[derive(Debug)]
+pub(crate) struct OwnPlace(Arc<AtomicU32>);
+
+impl Drop for OwnPlace {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -273,7 +307,7 @@ mod tests {
         unopenable.give_back();
         let served = get_answered(&pool).expect("the file can be opened again");
         assert!(
-            matches!(served, Checkout::Own(_)),
+            matches!(served, Checkout::Own(..)),
             "served by a connection of its own while the pool waits for its next retry"
         );
         drop((held, served));
@@ -292,6 +326,29 @@ mod tests {
         poll_until("the pool's retry succeeding", || !pool.opens.failing() && pool.pool().state().connections == 2);
         let served = get_answered(&pool).expect("a connection");
         assert!(matches!(served, Checkout::Pooled(_)), "from the pool again");
+        drop((held, served));
+    }
+
+    #[test]
+    fn no_more_reads_have_connections_of_their_own_at_once_than_the_pool_has_places() {
+        let folder = tempfile::tempdir().expect("temp dir");
+        let path = folder.path().join("cursos.db");
+        let pool = read_pool(&path);
+        let unopenable = Unopenable::make(&path);
+        let held = pool.get().expect("the idle connection");
+        poll_until("a failed open of the pool", || pool.opens.failing());
+        unopenable.give_back();
+
+        // While the pool waits for its next retry, reads open their own, up to the pool's size.
+        let own: Vec<_> = (0..pool.pool().max_size()).map(|_| get_answered(&pool).expect("a connection")).collect();
+        assert!(own.iter().all(|checkout| matches!(checkout, Checkout::Own(..))), "each read opened its own");
+        assert_eq!(pool.own.load(Ordering::Acquire), pool.pool().max_size());
+
+        // One more read is served by the pool once its retry succeeds, never by a fifth of its own.
+        let served = get_answered(&pool).expect("served once the pool opens connections again");
+        assert!(matches!(served, Checkout::Pooled(_)), "the pool's connection, not one more of its own");
+        drop(own);
+        assert_eq!(pool.own.load(Ordering::Acquire), 0, "each own connection gave its place back");
         drop((held, served));
     }
 }
