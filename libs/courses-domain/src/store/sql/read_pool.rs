@@ -35,7 +35,7 @@ pub(crate) enum Checkout<C: R2D2Connection + 'static> {
     Pooled(PooledConnection<ConnectionManager<C>>),
     /// Opened for this read because the pool's last open failed, with its place among the
     /// [`ReadPool`]'s own connections (given back when dropped).
-    Own(C, OwnPlace),
+    Own { connection: C, _place: OwnPlace },
 }
 
 impl<C: R2D2Connection + 'static> std::ops::Deref for Checkout<C> {
@@ -44,7 +44,7 @@ impl<C: R2D2Connection + 'static> std::ops::Deref for Checkout<C> {
     fn deref(&self) -> &C {
         match self {
             Self::Pooled(connection) => connection,
-            Self::Own(connection, _) => connection,
+            Self::Own { connection, .. } => connection,
         }
     }
 }
@@ -53,7 +53,7 @@ impl<C: R2D2Connection + 'static> std::ops::DerefMut for Checkout<C> {
     fn deref_mut(&mut self) -> &mut C {
         match self {
             Self::Pooled(connection) => connection,
-            Self::Own(connection, _) => connection,
+            Self::Own { connection, .. } => connection,
         }
     }
 }
@@ -143,7 +143,7 @@ impl<C: R2D2Connection + 'static> ReadPool<C> {
                     return Ok(connection);
                 }
                 if let Some(place) = self.own_place() {
-                    return self.open_own().map(|connection| Checkout::Own(connection, place));
+                    return self.open_own().map(|connection| Checkout::Own { connection, _place: place });
                 }
             }
             let wait = LOOK_AGAIN.min(deadline.saturating_duration_since(Instant::now()));
@@ -307,7 +307,7 @@ mod tests {
         unopenable.give_back();
         let served = get_answered(&pool).expect("the file can be opened again");
         assert!(
-            matches!(served, Checkout::Own(..)),
+            matches!(served, Checkout::Own { .. }),
             "served by a connection of its own while the pool waits for its next retry"
         );
         drop((held, served));
@@ -341,7 +341,7 @@ mod tests {
 
         // While the pool waits for its next retry, reads open their own, up to the pool's size.
         let own: Vec<_> = (0..pool.pool().max_size()).map(|_| get_answered(&pool).expect("a connection")).collect();
-        assert!(own.iter().all(|checkout| matches!(checkout, Checkout::Own(..))), "each read opened its own");
+        assert!(own.iter().all(|checkout| matches!(checkout, Checkout::Own { .. })), "each read opened its own");
         assert_eq!(pool.own.load(Ordering::Acquire), pool.pool().max_size());
 
         // One more read is served by the pool once its retry succeeds, never by a fifth of its own.
