@@ -32,8 +32,9 @@ use diesel::r2d2::{ConnectionManager, CustomizeConnection, Pool};
 use diesel::result::{DatabaseErrorKind, Error as DieselError};
 use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
 
-use crate::rules::{CatalogName, CourseId};
+use crate::rules::{CatalogName, Course, CourseId};
 use crate::store::port::{ChangeFollower, RemoteChange, StoreError, WriteError};
+use crate::store::sql::point_reads::PointReads;
 use crate::store::sql::read_pool::{Checkout, ReadPool};
 use crate::store::sql::schema::{catalog_counters, courses};
 use crate::store::sql::{
@@ -87,6 +88,8 @@ pub struct PostgresStore {
     url: std::sync::Arc<str>,
     /// Tells this store's own change notices from other processes' (random, per open).
     origin: std::sync::Arc<str>,
+    /// Reads of one course that arrive together, answered by one statement (ADR 0054).
+    point_reads: std::sync::Arc<PointReads>,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -262,15 +265,23 @@ impl PostgresStore {
         drop(connection);
         tracing::debug!(schema = schema.unwrap_or("(search_path)"), "PostgreSQL course store opened");
         let origin = CourseId::generate().to_string();
-        Ok(Self { pool, schema: schema.map(str::to_owned), url: url.into(), origin: origin.into() })
+        Ok(Self {
+            pool,
+            schema: schema.map(str::to_owned),
+            url: url.into(),
+            origin: origin.into(),
+            point_reads: std::sync::Arc::default(),
+        })
     }
 
     /// Starts following the changes other processes (replicas on the same database and schema)
     /// commit: a thread LISTENs on [`CHANGES_CHANNEL`] and calls `on_change` for each of them, in
     /// commit order, at most [`FOLLOW_POLL`] after the commit. Changes made through this store are
     /// not reported (its own process already knows). After a lost connection it reconnects every
-    /// second, logging a warning; changes committed meanwhile are not replayed. Stops when the
-    /// returned [`ChangeFollower`] is dropped.
+    /// second, logging a warning; changes committed meanwhile are not replayed. The first `LISTEN`
+    /// is made before this returns, so every change committed after it returns is heard (unless
+    /// that first connection fails: the thread then retries). Stops when the returned
+    /// [`ChangeFollower`] is dropped.
     #[must_use]
     pub fn follow_changes(&self, on_change: impl Fn(RemoteChange) + Send + 'static) -> ChangeFollower {
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -278,8 +289,11 @@ impl PostgresStore {
         let url = std::sync::Arc::clone(&self.url);
         let origin = std::sync::Arc::clone(&self.origin);
         let schema = self.schema.clone().unwrap_or_default();
+        let listening = listen(&url)
+            .map_err(|error| tracing::warn!(%error, "cannot LISTEN for other replicas' changes; retrying in 1 s"))
+            .ok();
         let spawned = std::thread::Builder::new().name("pg-change-follower".to_owned()).spawn(move || {
-            follow(&url, &origin, &schema, &stop, &on_change);
+            follow(&url, listening, &origin, &schema, &stop, &on_change);
         });
         if let Err(error) = spawned {
             tracing::error!(%error, "cannot start following the catalog's changes");
@@ -309,23 +323,25 @@ pub const CHANGES_CHANNEL: &str = "mcp_cursos_changes";
 /// How often the follower thread checks for notices (a non-blocking read of the LISTEN connection).
 pub const FOLLOW_POLL: std::time::Duration = std::time::Duration::from_millis(20);
 
+/// A connection that `LISTEN`s on [`CHANGES_CHANNEL`].
+fn listen(url: &str) -> Result<PgConnection, Box<dyn std::error::Error>> {
+    let mut fresh = PgConnection::establish(url)?;
+    diesel::sql_query(format!("LISTEN {CHANGES_CHANNEL}")).execute(&mut fresh)?;
+    Ok(fresh)
+}
+
 fn follow(
     url: &str,
+    mut connection: Option<PgConnection>,
     origin: &str,
     schema: &str,
     stop: &std::sync::atomic::AtomicBool,
     on_change: &(impl Fn(RemoteChange) + ?Sized),
 ) {
     let stopped = || stop.load(std::sync::atomic::Ordering::Relaxed);
-    let mut connection: Option<PgConnection> = None;
     while !stopped() {
         let Some(listening) = connection.as_mut() else {
-            let listen = || -> Result<PgConnection, Box<dyn std::error::Error>> {
-                let mut fresh = PgConnection::establish(url)?;
-                diesel::sql_query(format!("LISTEN {CHANGES_CHANNEL}")).execute(&mut fresh)?;
-                Ok(fresh)
-            };
-            match listen() {
+            match listen(url) {
                 Ok(fresh) => {
                     tracing::debug!("following the catalog's changes (LISTEN {CHANGES_CHANNEL})");
                     connection = Some(fresh);
@@ -447,6 +463,17 @@ impl SqlBackend for PostgresStore {
 
     fn run_read<T>(&self, read: impl SharedRead<T>) -> Result<T, StoreError> {
         read(&mut SqlConnection::Postgres(&mut *self.connection()?))
+    }
+
+    /// Together with the other reads of one course that arrive meanwhile, in one statement on one
+    /// connection (`point_reads.rs`, ADR 0054): each still current when it is answered.
+    fn find_through(
+        &self,
+        catalog: &CatalogName,
+        id: CourseId,
+        _read: impl FnOnce() -> Result<Option<Course>, StoreError>,
+    ) -> Result<Option<Course>, StoreError> {
+        self.point_reads.find(catalog, id, |ids| self.run_read(|connection| sql::find_each(connection, ids)))
     }
 
     /// In a READ COMMITTED transaction of its own: a write that changes the active set takes the
@@ -640,6 +667,54 @@ mod tests {
         );
         assert!(received.try_recv().is_err(), "nothing else: not the local write, not the refusal");
         drop(follower);
+    }
+
+    /// Reads of one course from many threads at once (answered together, ADR 0054) are each
+    /// current: a read that starts after another replica acknowledged an update sees it; and a
+    /// course is found in its own catalog only.
+    #[test]
+    fn reads_answered_together_are_each_current_and_of_their_own_catalog() {
+        const READERS: usize = 16;
+        const UPDATES: i64 = 30;
+        let Some(schema) = TestSchema::create() else { return };
+        let writer = Catalog::new(schema.open());
+        let reader = Arc::new(schema.open());
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        let course = runtime.block_on(writer.create(new_course("Lido por muitos", 1), by())).expect("created");
+        let (id, acknowledged) = (course.id(), Arc::new(std::sync::atomic::AtomicU64::new(course.version())));
+        let writing = Arc::new(AtomicBool::new(true));
+        let readers: Vec<_> = (0..READERS)
+            .map(|_| {
+                let (reader, acknowledged, writing) =
+                    (Arc::clone(&reader), Arc::clone(&acknowledged), Arc::clone(&writing));
+                std::thread::spawn(move || {
+                    let (main, other) = (CatalogName::default_catalog(), CatalogName::parse("outro").expect("name"));
+                    let mut reads = 0_u64;
+                    while writing.load(Ordering::SeqCst) {
+                        let before = acknowledged.load(Ordering::SeqCst);
+                        let found = reader.find(&main, id).expect("read").expect("found");
+                        assert!(
+                            found.version() >= before,
+                            "stale: version {} read after {before} was acknowledged",
+                            found.version()
+                        );
+                        assert_eq!(reader.find(&other, id).expect("read"), None, "not in another catalog");
+                        reads += 1;
+                    }
+                    reads
+                })
+            })
+            .collect();
+        for hours in 2..=UPDATES + 1 {
+            let changes = CourseChanges { workload_hours: WorkloadHours::parse(hours).ok(), ..Default::default() };
+            let updated = runtime.block_on(writer.update(id, changes, by())).expect("updated");
+            acknowledged.store(updated.version(), Ordering::SeqCst);
+        }
+        writing.store(false, Ordering::SeqCst);
+        let reads: u64 = readers.into_iter().map(|reader| reader.join().expect("a reader")).sum();
+        assert!(reads > 0, "the readers read");
+        let last = reader.find(&CatalogName::default_catalog(), id).expect("read").expect("found");
+        assert_eq!(last.workload_hours().get(), u16::try_from(UPDATES + 1).expect("hours"));
     }
 
     /// A real COMMIT that loses its connection: a deferred constraint trigger, run by PostgreSQL at

@@ -14,6 +14,7 @@
 //! an instant ([`StoredTimestamp`]), and how a SQLite unique violation is named
 //! ([`SqlConnection::name_title_violation`]).
 
+pub(crate) mod point_reads;
 pub(crate) mod read_pool;
 
 use diesel::backend::Backend;
@@ -1179,6 +1180,26 @@ fn find(connection: &mut SqlConnection<'_>, catalog: &CatalogName, id: CourseId)
     .map_err(|error| StoreError::new("cannot read a course", error))?
     .map(CourseRow::into_course)
     .transpose()
+}
+
+/// The courses with these ids, archived or not, of whichever catalog, each with its catalog's
+/// name: one statement for many reads of one course ([`point_reads`], ADR 0054).
+pub(crate) fn find_each(
+    connection: &mut SqlConnection<'_>,
+    ids: &[CourseId],
+) -> Result<Vec<(String, Course)>, StoreError> {
+    let ids: Vec<String> = ids.iter().map(ToString::to_string).collect();
+    let rows: Vec<CourseRow> = on_backend!(connection, |concrete| courses::table
+        .filter(courses::id.eq_any(&ids))
+        .select(CourseRow::as_select())
+        .load(concrete))
+    .map_err(|error| StoreError::new("cannot read courses", error))?;
+    rows.into_iter()
+        .map(|row| {
+            let catalog = row.catalog.clone();
+            row.into_course().map(|course| (catalog, course))
+        })
+        .collect()
 }
 
 /// Up to `limit` active courses after `after`, in creation order, each with its cursor.
