@@ -195,13 +195,16 @@ fi
 PG_URL="${PG_URL:-postgres://postgres@127.0.0.1:5432/test}"
 PG_SCHEMA="bench_$(head -c 6 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 PG_COURSES="${PG_COURSES:-200}"
-if [[ -n "${ONLY:-}" ]] && ! grep -qE -- "$ONLY" <<<$'cursospg json read\ncursospg json create'; then
+if [[ -n "${ONLY:-}" ]] && ! grep -qE -- "$ONLY" <<<$'cursospg json read\ncursospg json create\ncursospg0 json read'; then
   log "ONLY='$ONLY' selects no PostgreSQL cell: no PostgreSQL backend"
   PG_ENABLED=0
 elif psql "$PG_URL" -qAtc "CREATE SCHEMA $PG_SCHEMA; CREATE EXTENSION IF NOT EXISTS pg_trgm WITH SCHEMA public" >/dev/null 2>&1; then
   trap 'cleanup; psql "$PG_URL" -qc "DROP SCHEMA IF EXISTS $PG_SCHEMA CASCADE" >/dev/null 2>&1 || true' EXIT
   start cursospg-json "${backend_env[@]}" SESSION_MODE=stateless \
     DATABASE_URL="$PG_URL?options=-csearch_path%3D$PG_SCHEMA%2Cpublic" "$BIN/mcp-cursos-backend"
+  # BASELINE on the same schema: the same courses, read by the other binary (interleaved cells).
+  [[ -n "${BASELINE:-}" ]] && start cursospg0-json "${backend_env[@]}" SESSION_MODE=stateless \
+    DATABASE_URL="$PG_URL?options=-csearch_path%3D$PG_SCHEMA%2Cpublic" "$BASELINE"
   PG_ENABLED=1
 else
   log "PostgreSQL unreachable at PG_URL: no PostgreSQL cell"
@@ -265,7 +268,7 @@ for name in "${STATEFUL[@]}"; do
   SESSION[$name]="$(open_session "$name")" || exit 1
 done
 SESSION[cursos0-json]=""
-SESSION[cursos-json]=""; SESSION[cursos-jwt-json]=""; SESSION[axum-json]=""; SESSION[rmcp-json]=""; SESSION[ts-json]=""; SESSION[cursospg-json]=""
+SESSION[cursos-json]=""; SESSION[cursos-jwt-json]=""; SESSION[axum-json]=""; SESSION[rmcp-json]=""; SESSION[ts-json]=""; SESSION[cursospg-json]=""; SESSION[cursospg0-json]=""
 
 # The backend with OAuth has the issuer's keys once it answers a token (it fetches them at start).
 if [[ "$JWT_ENABLED" == 1 ]]; then
@@ -298,6 +301,7 @@ fi
 BASE_JSON=() BASE_SSE=() BASE_SSE1=() PG_CELLS=() JWT_CELLS=()
 [[ -n "${BASELINE:-}" ]] && BASE_JSON=("cursos0 json read") BASE_SSE=("cursos0 sse read") BASE_SSE1=("cursos0 sse1 read")
 [[ "$PG_ENABLED" == 1 ]] && PG_CELLS=("cursospg json read" "cursospg json create")
+[[ "$PG_ENABLED" == 1 && -n "${BASELINE:-}" ]] && PG_CELLS+=("cursospg0 json read")
 [[ "$JWT_ENABLED" == 1 ]] && JWT_CELLS=("cursos-jwt json read")
 CELLS=(
   "cursos json read" "${JWT_CELLS[@]}" "${BASE_JSON[@]}" "rmcp json read" "axum json read" "ts json read"
@@ -310,7 +314,7 @@ if [[ -n "${ONLY:-}" ]]; then
   (( ${#CELLS[@]} > 0 )) || { log "ONLY='$ONLY' matches no cell"; exit 1; }
 fi
 uri_of() {
-  case "$1" in cursos | cursos0 | cursos-jwt) echo "$CURSOS_URI" ;; cursospg) echo "$PG_URI" ;; *) echo "$PEER_URI" ;; esac
+  case "$1" in cursos | cursos0 | cursos-jwt) echo "$CURSOS_URI" ;; cursospg | cursospg0) echo "$PG_URI" ;; *) echo "$PEER_URI" ;; esac
 }
 server_of() { # TARGET MODE
   case "$2" in json) echo "$1-json" ;; sse | sse1) echo "$1-sse" ;; *) log "unknown mode $2"; exit 1 ;; esac
@@ -376,6 +380,7 @@ run_cell() { # REP TARGET MODE OP CONNS
 WARM=(cursos-json cursos-sse axum-json rmcp-json rmcp-sse ts-json ts-sse)
 [[ -n "${BASELINE:-}" ]] && WARM+=(cursos0-json cursos0-sse)
 [[ "$PG_ENABLED" == 1 ]] && WARM+=(cursospg-json)
+[[ "$PG_ENABLED" == 1 && -n "${BASELINE:-}" ]] && WARM+=(cursospg0-json)
 [[ "$JWT_ENABLED" == 1 ]] && WARM+=(cursos-jwt-json)
 for name in "${WARM[@]}"; do
   BENCH_OP=read BENCH_URI="$(uri_of "${name%-*}")" BENCH_SESSION="${SESSION[$name]}" \
