@@ -36,7 +36,8 @@
 # ONLY='(cursos|rmcp) (json|sse) read' for the read ratio in the two realistic modes),
 # STDIO (1; 0 skips the stdio figures), BASELINE (a path to another mcp-cursos-backend binary, e.g.
 # the previous commit's: adds the target `cursos0`, that binary on its own copy of the catalog, with
-# the same read cells as `cursos`, to compare a change interleaved against the binary before it),
+# the same read cells as `cursos`, to compare a change interleaved against the binary before it;
+# with PostgreSQL, also `cursospg0`, that binary on the same schema as `cursospg`, JSON reads),
 # JWT_ALG (RS256, or ES256: the stand-in's signing algorithm for the `cursos-jwt` cell; needs the
 # `openssl` command), e.g. ONLY='cursos(-jwt)? json read' for the key against the token.
 set -euo pipefail
