@@ -54,7 +54,7 @@ pub(crate) enum Operation {
 }
 
 /// The catalog the timed creations go to (ADR 0035): same tables and indexes, other rows.
-pub(crate) const WRITES_CATALOG: &str = "bench_escritas";
+pub(crate) const WRITES_CATALOG: &str = "bench-escritas";
 
 impl Operation {
     /// Every operation, in report order.
