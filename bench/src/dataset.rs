@@ -7,12 +7,18 @@
 //! trigger on `courses` fires as it would for the store.
 //! Columns follow the store's semantics: canonical UUID v4 ids, trimmed titles, the domain's
 //! comparison key, RFC 3339 UTC millisecond timestamps, `position` assigned by SQLite.
+//!
+//! For PostgreSQL ([`prepare_postgres`]), the SQLite file of the same size is copied by the
+//! operators' own `migrate` (ADR 0041) into a schema of its own, `bench_scale_<N>`: the same ids,
+//! positions and titles, so the same fixtures serve both stores.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, ensure};
-use courses_domain::{CourseTitle, SqliteStore};
+use courses_domain::{
+    CourseTitle, Endpoint, MigrationPhase, MigrationProgress, NonEmptyTarget, PostgresStore, SqliteStore, migrate,
+};
 use diesel::connection::SimpleConnection;
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Bool, Integer, Text};
@@ -102,7 +108,87 @@ pub(crate) struct Dataset {
     pub(crate) load_time: Option<Duration>,
 }
 
+/// A PostgreSQL copy of a [`Dataset`], ready to serve.
+#[derive(Debug)]
+pub(crate) struct PostgresDataset {
+    /// The store the server will use, on the copy's schema.
+    pub(crate) store: PostgresStore,
+    /// How long the copy (`migrate` and `ANALYZE`) took, or `None` when a kept copy was reused.
+    pub(crate) load_time: Option<Duration>,
+}
+
+/// Makes (or, with `reuse`, finds) the PostgreSQL copy of `dataset` in the schema
+/// `bench_scale_<active>` of the database at `url`.
+///
+/// The copy is `migrate`'s, into a schema the store made (so the migrations are the server's),
+/// followed by `ANALYZE` (what autovacuum would do soon after such a load), and a manifest table:
+/// a kept copy is reused only when its manifest is the expected one.
+///
+/// # Errors
+/// When PostgreSQL cannot be reached, or the copy fails.
+pub(crate) fn prepare_postgres(url: &str, dataset: &Dataset, seed: u64, reuse: bool) -> Result<PostgresDataset> {
+    let schema = format!("bench_scale_{}", dataset.active);
+    let manifest = format!("{MANIFEST_VERSION}\nseed={seed}\nactive={}\n", dataset.active);
+    let mut connection = diesel::PgConnection::establish(url).context("connecting to PostgreSQL")?;
+    if reuse && postgres_manifest(&mut connection, &schema).as_deref() == Some(manifest.as_str()) {
+        let store = PostgresStore::open_in_schema(url, &schema).context("reopening the PostgreSQL copy")?;
+        return Ok(PostgresDataset { store, load_time: None });
+    }
+    connection.batch_execute(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE;"))?;
+    let started = Instant::now();
+    // The store creates the schema and applies its migrations; migrate then fills it.
+    drop(PostgresStore::open_in_schema(url, &schema).context("creating the PostgreSQL schema")?);
+    let separator = if url.contains('?') { '&' } else { '?' };
+    let target = format!("{url}{separator}options=-csearch_path%3D{schema}%2Cpublic");
+    migrate(&Endpoint::Sqlite(dataset.path.clone()), &Endpoint::Postgres(target), NonEmptyTarget::Refuse, &Quiet)
+        .context("copying the catalog to PostgreSQL")?;
+    connection.batch_execute(&format!("ANALYZE \"{schema}\".courses;"))?;
+    let load_time = started.elapsed();
+    connection.batch_execute(&format!(
+        "CREATE TABLE \"{schema}\".bench_manifest (manifest TEXT NOT NULL);
+         INSERT INTO \"{schema}\".bench_manifest VALUES ('{}');",
+        manifest.replace('\'', "''")
+    ))?;
+    let store = PostgresStore::open_in_schema(url, &schema).context("opening the PostgreSQL copy")?;
+    Ok(PostgresDataset { store, load_time: Some(load_time) })
+}
+
+/// Drops the PostgreSQL copy of the catalog of `active` courses, if present.
+///
+/// # Errors
+/// When PostgreSQL cannot be reached or refuses.
+pub(crate) fn remove_postgres(url: &str, active: u64) -> Result<()> {
+    let mut connection = diesel::PgConnection::establish(url).context("connecting to PostgreSQL")?;
+    connection.batch_execute(&format!("DROP SCHEMA IF EXISTS \"bench_scale_{active}\" CASCADE;"))?;
+    Ok(())
+}
+
+/// The manifest a kept PostgreSQL copy holds, if any.
+fn postgres_manifest(connection: &mut diesel::PgConnection, schema: &str) -> Option<String> {
+    #[derive(QueryableByName)]
+    struct Manifest {
+        #[diesel(sql_type = Text)]
+        manifest: String,
+    }
+    diesel::sql_query(format!("SELECT manifest FROM \"{schema}\".bench_manifest"))
+        .get_result::<Manifest>(connection)
+        .ok()
+        .map(|row| row.manifest)
+}
+
+/// `migrate`'s progress, unreported: the run's own lines say when a copy starts and ends.
+struct Quiet;
+
+impl MigrationProgress for Quiet {
+    fn phase(&self, _: MigrationPhase, _: u64) {}
+    fn advance(&self, _: u64) {}
+    fn stop_requested(&self) -> bool {
+        false
+    }
+}
+
 /// Request inputs picked up front with SQL, so the timed loop does no database work of its own.
+/// Only the default catalog's rows: the timed creations go to another catalog of the same file.
 #[derive(Debug, Clone)]
 pub(crate) struct Fixtures {
     /// Ids of existing courses (active and archived), sampled at random positions.
@@ -170,7 +256,7 @@ pub(crate) fn fixtures(path: &Path, active: u64, seed: u64) -> Result<Fixtures> 
         id: String,
     }
     let connection = &mut connect(path)?;
-    let last = diesel::sql_query("SELECT MAX(position) AS position FROM courses")
+    let last = diesel::sql_query("SELECT MAX(position) AS position FROM courses WHERE catalog = 'padrao'")
         .get_result::<Position>(connection)?
         .position
         .and_then(|position| u64::try_from(position).ok())
@@ -179,17 +265,19 @@ pub(crate) fn fixtures(path: &Path, active: u64, seed: u64) -> Result<Fixtures> 
     let course_ids = (0..SAMPLED_IDS)
         .map(|_| {
             let position = i64::try_from(1 + random.below(last))?;
-            let id = diesel::sql_query("SELECT id FROM courses WHERE position >= ? ORDER BY position LIMIT 1")
-                .bind::<BigInt, _>(position)
-                .get_result::<Id>(connection)?
-                .id;
+            let id = diesel::sql_query(
+                "SELECT id FROM courses WHERE catalog = 'padrao' AND position >= ? ORDER BY position LIMIT 1",
+            )
+            .bind::<BigInt, _>(position)
+            .get_result::<Id>(connection)?
+            .id;
             Ok(id)
         })
         .collect::<Result<Vec<_>>>()?;
     // Small catalogs have no "deep": their cursor sits in the middle instead.
     let offset = if active > 2 * DEEP_OFFSET_FROM_END { DEEP_OFFSET_FROM_END } else { active / 2 };
     let deep =
-        diesel::sql_query("SELECT position FROM courses WHERE archived = 0 ORDER BY position DESC LIMIT 1 OFFSET ?")
+        diesel::sql_query("SELECT position FROM courses WHERE catalog = 'padrao' AND archived = 0 ORDER BY position DESC LIMIT 1 OFFSET ?")
             .bind::<BigInt, _>(i64::try_from(offset)?)
             .get_result::<Position>(connection)?
             .position
@@ -215,7 +303,7 @@ fn count_courses(connection: &mut SqliteConnection) -> Result<(u64, u64)> {
     }
     let counts = diesel::sql_query(
         "SELECT COUNT(*) FILTER (WHERE archived = 0) AS active, COUNT(*) FILTER (WHERE archived = 1) AS archived \
-         FROM courses",
+         FROM courses WHERE catalog = 'padrao'",
     )
     .get_result::<Counts>(connection)?;
     Ok((u64::try_from(counts.active)?, u64::try_from(counts.archived)?))

@@ -4,9 +4,13 @@
 //! reproducible SQLite file ([`dataset`]), serves it with the real `CursosServer` in process and
 //! times requests through an rmcp client ([`measure`]), then prints a markdown table ([`report`])
 //! of median, p90 and p99 latencies and of each size's median against the smallest size's.
+//! With `--postgres <URL>`, each size is also copied to PostgreSQL (`migrate`, a schema per size)
+//! and measured there the same way.
 //!
 //! ```text
 //! cargo run --release -p mcp-cursos-bench --bin scale -- --sizes 1000,100000,1000000
+//! cargo run --release -p mcp-cursos-bench --bin scale -- --sizes 1000,1000000 --keep \
+//!     --postgres postgres://postgres@127.0.0.1:5432/test
 //! ```
 //!
 //! Progress goes to stderr; stdout carries only the report. See `bench/README.md`.
@@ -23,8 +27,10 @@ use anyhow::{Context, Result, ensure};
 use clap::Parser;
 use time::format_description::well_known::Rfc3339;
 
+use courses_domain::Catalog;
+
 use crate::measure::{Harness, Operation};
-use crate::report::{Report, SizeResult};
+use crate::report::{Report, SizeResult, Store};
 
 /// Scale benchmark of mcp-cursos: latency of catalog reads as the catalog grows.
 #[derive(Debug, Clone, Parser)]
@@ -49,6 +55,13 @@ struct Settings {
     /// Seed of the data set and of the random course picks.
     #[arg(long, default_value_t = 42)]
     seed: u64,
+    /// Also measure each size on PostgreSQL at this URL: a copy of the SQLite file in the schema
+    /// `bench_scale_<size>` (kept and reused with --keep, dropped otherwise).
+    #[arg(long)]
+    postgres: Option<String>,
+    /// Measure only on PostgreSQL (the SQLite file is still made: it is the copy's source).
+    #[arg(long, requires = "postgres")]
+    postgres_only: bool,
 }
 
 #[tokio::main]
@@ -96,27 +109,38 @@ async fn run(settings: &Settings) -> Result<Report> {
             None => eprintln!("[{size}] reused {}", dataset.path.display()),
         }
         let fixtures = dataset::fixtures(&dataset.path, dataset.active, settings.seed)?;
-        let mut harness = Harness::start(dataset.store.clone(), fixtures, dataset.active, settings.seed).await?;
-        let mut latencies = Vec::with_capacity(Operation::ALL.len());
-        for operation in Operation::ALL {
-            let latency = harness.measure(operation, settings.iterations).await?;
-            eprintln!(
-                "[{size}] {}: median {:.0} µs, p90 {:.0} µs, p99 {:.0} µs",
-                operation.label(),
-                latency.median,
-                latency.p90,
-                latency.p99
-            );
-            latencies.push((operation, latency));
+        if !settings.postgres_only {
+            let catalog = Catalog::new(dataset.store.clone());
+            let latencies = measure_all(settings, catalog, &fixtures, size, Store::Sqlite).await?;
+            results.push(SizeResult {
+                store: Store::Sqlite,
+                active: dataset.active,
+                archived: dataset.archived,
+                load_time: dataset.load_time,
+                latencies,
+            });
         }
-        harness.stop().await?;
+        if let Some(url) = &settings.postgres {
+            eprintln!("[{size}] preparing the PostgreSQL copy");
+            let copy = dataset::prepare_postgres(url, &dataset, settings.seed, settings.keep)?;
+            match copy.load_time {
+                Some(time) => eprintln!("[{size}] copied to PostgreSQL in {:.1} s", time.as_secs_f64()),
+                None => eprintln!("[{size}] reused the PostgreSQL copy"),
+            }
+            let latencies =
+                measure_all(settings, Catalog::new(copy.store.clone()), &fixtures, size, Store::Postgres).await?;
+            results.push(SizeResult {
+                store: Store::Postgres,
+                active: dataset.active,
+                archived: dataset.archived,
+                load_time: copy.load_time,
+                latencies,
+            });
+            if !settings.keep {
+                dataset::remove_postgres(url, dataset.active)?;
+            }
+        }
         let path = dataset.path.clone();
-        results.push(SizeResult {
-            active: dataset.active,
-            archived: dataset.archived,
-            load_time: dataset.load_time,
-            latencies,
-        });
         drop(dataset);
         if !settings.keep {
             dataset::remove(&path)?;
@@ -125,12 +149,47 @@ async fn run(settings: &Settings) -> Result<Report> {
     Ok(Report { started_at, iterations: settings.iterations, seed: settings.seed, sizes: results })
 }
 
+/// Times every operation on `catalog`, served by a fresh in-process server.
+async fn measure_all(
+    settings: &Settings,
+    catalog: Catalog,
+    fixtures: &dataset::Fixtures,
+    size: u64,
+    store: Store,
+) -> Result<Vec<(Operation, measure::Latency)>> {
+    let mut harness = Harness::start(catalog, fixtures.clone(), size, settings.seed).await?;
+    let mut latencies = Vec::with_capacity(Operation::ALL.len());
+    for operation in Operation::ALL {
+        let latency = harness.measure(operation, settings.iterations).await?;
+        eprintln!(
+            "[{size}] {} {}: median {:.0} µs, p90 {:.0} µs, p99 {:.0} µs",
+            store.label(),
+            operation.label(),
+            latency.median,
+            latency.p90,
+            latency.p99
+        );
+        latencies.push((operation, latency));
+    }
+    harness.stop().await?;
+    Ok(latencies)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn settings(dir: &std::path::Path, keep: bool) -> Settings {
-        Settings { sizes: vec![120, 50], iterations: 5, dir: Some(dir.to_owned()), keep, output: None, seed: 7 }
+        Settings {
+            sizes: vec![120, 50],
+            iterations: 5,
+            dir: Some(dir.to_owned()),
+            keep,
+            output: None,
+            seed: 7,
+            postgres: None,
+            postgres_only: false,
+        }
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,12 +1,13 @@
 //! The measured requests: the real [`CursosServer`] served in process over `tokio::io::duplex`,
 //! an rmcp client on the other end (as in `libs/mcp-server/tests/contract.rs`), and a timer
 //! around each client call. A latency is the full round trip: client encoding, the in-process
-//! transport, the server's handler and its SQLite queries, and client decoding.
+//! transport, the server's handler and its store's queries (SQLite or PostgreSQL), and client
+//! decoding.
 
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, ensure};
-use courses_domain::{Catalog, SqliteStore};
+use courses_domain::{Catalog, CatalogName, CourseTitle, NewCourse, Provenance, WorkloadHours};
 use mcp_server::{CursosServer, ServerOptions, ServerState};
 use rmcp::model::{
     ArgumentInfo, CompleteRequestParams, CompleteResult, ListResourcesResult, PaginatedRequestParams,
@@ -21,8 +22,8 @@ use crate::dataset::{Fixtures, SplitMix64};
 
 /// The one place the server is built, as the apps build it (default options). When its
 /// constructor changes, this is the line to fix.
-fn build_server(store: SqliteStore) -> CursosServer {
-    CursosServer::new(&ServerState::new(Catalog::new(store), ServerOptions::default()))
+fn build_server(catalog: Catalog) -> CursosServer {
+    CursosServer::new(&ServerState::new(catalog, ServerOptions::default()))
 }
 
 /// A measured operation. Every variant is a real request the server answers today.
@@ -46,11 +47,18 @@ pub(crate) enum Operation {
     CompleteRareContains,
     /// `completion/complete` with the first 8 characters of a random course id.
     CompleteIdPrefix,
+    /// `Catalog::create` of a course, one after the other (each its own durable write), in the
+    /// catalog [`WRITES_CATALOG`] of the same database: the write path with every index of a
+    /// catalog of this size, leaving the measured catalog (its count, its pages) as it was.
+    CreateCourse,
 }
+
+/// The catalog the timed creations go to (ADR 0035): same tables and indexes, other rows.
+pub(crate) const WRITES_CATALOG: &str = "bench-escritas";
 
 impl Operation {
     /// Every operation, in report order.
-    pub(crate) const ALL: [Self; 8] = [
+    pub(crate) const ALL: [Self; 9] = [
         Self::CatalogFirstPage,
         Self::CatalogDeepPage,
         Self::CourseById,
@@ -59,6 +67,7 @@ impl Operation {
         Self::CompleteCommonPrefix,
         Self::CompleteRareContains,
         Self::CompleteIdPrefix,
+        Self::CreateCourse,
     ];
 
     /// The operation as the report names it.
@@ -72,6 +81,7 @@ impl Operation {
             Self::CompleteCommonPrefix => "completion/complete uuid, common title prefix",
             Self::CompleteRareContains => "completion/complete uuid, rare title substring",
             Self::CompleteIdPrefix => "completion/complete uuid, id prefix",
+            Self::CreateCourse => "create a course (Catalog::create, sequential)",
         }
     }
 }
@@ -103,6 +113,7 @@ enum Request {
     Read(String),
     List(Option<String>),
     Complete(String),
+    Create(String),
 }
 
 /// What came back, kept only for the sanity checks (decoded outside the timed section).
@@ -111,11 +122,16 @@ enum Response {
     Read(ReadResourceResult),
     List(ListResourcesResult),
     Complete(CompleteResult),
+    Created,
 }
 
 /// An rmcp client connected to the real server, in process.
 pub(crate) struct Harness {
     client: RunningService<RoleClient, ()>,
+    writes: Catalog,
+    /// Distinguishes this run's titles from those of earlier runs on a kept file.
+    run: String,
+    created: u64,
     server: JoinHandle<()>,
     fixtures: Fixtures,
     active: u64,
@@ -129,10 +145,12 @@ impl std::fmt::Debug for Harness {
 }
 
 impl Harness {
-    /// Serves the store and connects a client (the `initialize` handshake).
-    pub(crate) async fn start(store: SqliteStore, fixtures: Fixtures, active: u64, seed: u64) -> Result<Self> {
+    /// Serves the catalog (on either store) and connects a client (the `initialize` handshake).
+    pub(crate) async fn start(catalog: Catalog, fixtures: Fixtures, active: u64, seed: u64) -> Result<Self> {
         let (server_io, client_io) = tokio::io::duplex(1 << 20);
-        let server = build_server(store);
+        let writes = catalog.scoped(&CatalogName::parse(WRITES_CATALOG)?);
+        let run = time::OffsetDateTime::now_utc().unix_timestamp_nanos().to_string();
+        let server = build_server(catalog);
         let server = tokio::spawn(async move {
             if let Ok(running) = server.serve(server_io).await {
                 let _ = running.waiting().await;
@@ -141,7 +159,16 @@ impl Harness {
         let client = ().serve(client_io).await.context("the MCP handshake failed")?;
         // Every timed call must reach the server, whatever cache hints it may send one day.
         client.set_response_cache_config(ClientCacheConfig::disabled()).await;
-        Ok(Self { client, server, fixtures, active, random: SplitMix64::new(seed ^ 0x0b5e_55ed) })
+        Ok(Self {
+            client,
+            writes,
+            run,
+            created: 0,
+            server,
+            fixtures,
+            active,
+            random: SplitMix64::new(seed ^ 0x0b5e_55ed),
+        })
     }
 
     /// Closes the connection and waits for the server to finish.
@@ -193,6 +220,10 @@ impl Harness {
                 let index = usize::try_from(self.random.below(ids.len() as u64)).unwrap_or(0);
                 Request::Complete(ids[index][..8].to_owned())
             }
+            Operation::CreateCourse => {
+                self.created += 1;
+                Request::Create(format!("Curso de medição {} {}", self.run, self.created))
+            }
         }
     }
 
@@ -210,6 +241,12 @@ impl Harness {
                 );
                 Response::Complete(self.client.complete(params).await?)
             }
+            Request::Create(title) => {
+                let course =
+                    NewCourse { title: CourseTitle::parse(&title)?, workload_hours: WorkloadHours::parse(10)? };
+                self.writes.create(course, Provenance::new("bench", "criar_curso", "{}")).await?;
+                Response::Created
+            }
         })
     }
 
@@ -219,6 +256,7 @@ impl Harness {
         let (result, is_read) = match response {
             Response::Read(result) => (serde_json::to_value(result)?, true),
             Response::List(result) => (serde_json::to_value(result)?, false),
+            Response::Created => return Ok(()),
             Response::Complete(result) => {
                 let values = &result.completion.values;
                 ensure!(values.len() <= 100, "{} values", values.len());

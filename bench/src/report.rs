@@ -14,18 +14,38 @@ pub(crate) struct Report {
     pub(crate) iterations: usize,
     /// The data set and request seed.
     pub(crate) seed: u64,
-    /// One entry per catalog size, smallest first.
+    /// One entry per catalog size and store, smallest first (SQLite before PostgreSQL).
     pub(crate) sizes: Vec<SizeResult>,
 }
 
-/// The measurements of one catalog size.
+/// Which store served a size's catalog.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Store {
+    Sqlite,
+    Postgres,
+}
+
+impl Store {
+    /// The store as the report names it.
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            Self::Sqlite => "SQLite",
+            Self::Postgres => "PostgreSQL",
+        }
+    }
+}
+
+/// The measurements of one catalog size on one store.
 #[derive(Debug, Clone)]
 pub(crate) struct SizeResult {
+    /// The store that served it.
+    pub(crate) store: Store,
     /// Active courses.
     pub(crate) active: u64,
     /// Archived courses, in addition.
     pub(crate) archived: u64,
-    /// How long the bulk load took, or `None` when a kept file was reused.
+    /// How long the bulk load (SQLite) or the copy (PostgreSQL) took, or `None` when a kept one
+    /// was reused.
     pub(crate) load_time: Option<Duration>,
     /// Latency per operation.
     pub(crate) latencies: Vec<(Operation, Latency)>,
@@ -48,30 +68,43 @@ impl Display for Report {
             self.iterations, self.seed
         )?;
         writeln!(formatter)?;
-        writeln!(formatter, "| Active courses | Archived | Bulk load |")?;
-        writeln!(formatter, "|---:|---:|---:|")?;
+        writeln!(formatter, "| Store | Active courses | Archived | Bulk load |")?;
+        writeln!(formatter, "|---|---:|---:|---:|")?;
         for size in &self.sizes {
             let load =
                 size.load_time.map_or_else(|| "reused".to_owned(), |time| format!("{:.1} s", time.as_secs_f64()));
-            writeln!(formatter, "| {} | {} | {load} |", grouped(size.active), grouped(size.archived))?;
+            writeln!(
+                formatter,
+                "| {} | {} | {} | {load} |",
+                size.store.label(),
+                grouped(size.active),
+                grouped(size.archived)
+            )?;
         }
         writeln!(formatter)?;
-        writeln!(formatter, "| Operation | Active courses | Median µs | p90 µs | p99 µs | Median vs smallest |")?;
-        writeln!(formatter, "|---|---:|---:|---:|---:|---:|")?;
+        writeln!(
+            formatter,
+            "| Operation | Store | Active courses | Median µs | p90 µs | p99 µs | Median vs smallest |"
+        )?;
+        writeln!(formatter, "|---|---|---:|---:|---:|---:|---:|")?;
         for operation in Operation::ALL {
-            let baseline = self.sizes.first().and_then(|size| size.latency(operation));
-            for size in &self.sizes {
-                let Some(latency) = size.latency(operation) else { continue };
-                let ratio = baseline.map_or(1.0, |baseline| latency.median / baseline.median);
-                writeln!(
-                    formatter,
-                    "| {} | {} | {:.0} | {:.0} | {:.0} | {ratio:.2}× |",
-                    operation.label(),
-                    grouped(size.active),
-                    latency.median,
-                    latency.p90,
-                    latency.p99
-                )?;
+            for store in [Store::Sqlite, Store::Postgres] {
+                let of_store = || self.sizes.iter().filter(move |size| size.store == store);
+                let baseline = of_store().next().and_then(|size| size.latency(operation));
+                for size in of_store() {
+                    let Some(latency) = size.latency(operation) else { continue };
+                    let ratio = baseline.map_or(1.0, |baseline| latency.median / baseline.median);
+                    writeln!(
+                        formatter,
+                        "| {} | {} | {} | {:.0} | {:.0} | {:.0} | {ratio:.2}× |",
+                        operation.label(),
+                        store.label(),
+                        grouped(size.active),
+                        latency.median,
+                        latency.p90,
+                        latency.p99
+                    )?;
+                }
             }
         }
         Ok(())
@@ -107,6 +140,7 @@ mod tests {
     fn the_table_has_one_row_per_operation_and_size_with_the_ratio_to_the_smallest() {
         let latency = |median| Latency { median, p90: median * 2.0, p99: median * 3.0 };
         let size = |active, median| SizeResult {
+            store: Store::Sqlite,
             active,
             archived: active / 20,
             load_time: None,
@@ -116,17 +150,29 @@ mod tests {
             started_at: "2026-01-01T00:00:00Z".to_owned(),
             iterations: 5,
             seed: 1,
-            sizes: vec![size(1000, 100.0), size(1_000_000, 250.0)],
+            sizes: vec![
+                size(1000, 100.0),
+                SizeResult { store: Store::Postgres, ..size(1000, 400.0) },
+                size(1_000_000, 250.0),
+                SizeResult { store: Store::Postgres, ..size(1_000_000, 600.0) },
+            ],
         };
         let text = report.to_string();
         assert!(
-            text.contains("| resources/read cursos://{uuid} (random) | 1,000 | 100 | 200 | 300 | 1.00× |"),
+            text.contains("| resources/read cursos://{uuid} (random) | SQLite | 1,000 | 100 | 200 | 300 | 1.00× |"),
             "{text}"
         );
         assert!(
-            text.contains("| resources/read cursos://{uuid} (random) | 1,000,000 | 250 | 500 | 750 | 2.50× |"),
+            text.contains("| resources/read cursos://{uuid} (random) | SQLite | 1,000,000 | 250 | 500 | 750 | 2.50× |"),
             "{text}"
         );
-        assert!(text.contains("| 1,000,000 | 50,000 | reused |"), "{text}");
+        // Each store's ratio is to its own smallest size.
+        assert!(
+            text.contains(
+                "| resources/read cursos://{uuid} (random) | PostgreSQL | 1,000,000 | 600 | 1200 | 1800 | 1.50× |"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("| SQLite | 1,000,000 | 50,000 | reused |"), "{text}");
     }
 }

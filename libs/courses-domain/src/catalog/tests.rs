@@ -1309,3 +1309,5 @@ fn a_database_from_before_catalogs_is_migrated_in_place_into_the_default_catalog
 
 // The bulk write and the snapshot export of `import`/`export` (ADR 0040), on both stores.
 mod portability;
+// Searches against a plain scan of random catalogs (ADR 0052), on both stores.
+mod search;

@@ -1270,8 +1270,10 @@ fn count_active(connection: &mut SqlConnection<'_>, catalog: &CatalogName) -> Re
 }
 
 /// Up to `limit` active courses matching `key`, best first: id starting with the key, then title
-/// key starting with it (ranges on unique indexes, both backends), then title key containing it
-/// (each backend's own text index: `containing`, for keys of three characters or more).
+/// key starting with it (ranges on the partial indexes `courses_active_id` and
+/// `courses_active_title_key`, both backends), then title key containing it (each backend's own
+/// text index: [`ContainingSearch`], for keys of three characters or more). Every step reads at
+/// most `limit` (or `2 × limit`) entries of an index, whatever the catalog's size (ADR 0052).
 fn search_active(
     connection: &mut SqlConnection<'_>,
     catalog: &CatalogName,
@@ -1286,8 +1288,9 @@ fn search_active(
     let sql_limit = i64::try_from(limit).map_err(|error| StoreError::new("limit out of range", error))?;
     let search_error = |error| StoreError::new("cannot search the catalog", error);
     let mut found: Vec<CourseRow> = Vec::new();
-    // 1. Ids starting with the key: a range on the unique index of `id` (ids are lowercase hex and
-    //    '-'; PostgreSQL's `id` has the "C" collation, byte order, as SQLite's).
+    // 1. Ids starting with the key: a range on the partial index of one catalog's active ids,
+    //    `courses_active_id` (ADR 0052; ids are lowercase hex and '-'; PostgreSQL's `id` has the
+    //    "C" collation, byte order, as SQLite's).
     if key.bytes().all(|byte| byte.is_ascii_hexdigit() || byte == b'-') {
         let id_end = format!("{key}~");
         found.extend(

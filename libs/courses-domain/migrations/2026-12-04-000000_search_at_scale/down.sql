@@ -1,0 +1,1 @@
+DROP INDEX courses_active_id;
