@@ -9,6 +9,9 @@ use backend::commands::{self, settings::Command};
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
+/// How long the last export may take at the end (an unreachable collector is not waited for longer).
+const TELEMETRY_SHUTDOWN: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// Failures end as one line and status 1, whatever `RUST_BACKTRACE` says (issue 25).
 fn main() -> std::process::ExitCode {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build();
@@ -19,9 +22,29 @@ async fn run() -> anyhow::Result<()> {
     let settings = Settings::from_command_line();
     // Held to the end of `main`: it flushes the queued log lines (dropped by `exit` paths, which
     // log through the direct writer instead).
-    let _logs = backend::install_logging(settings.log_format, settings.command.is_none());
+    let serving = settings.command.is_none();
+    // Telemetry while serving only (issue 27): off unless OTEL_EXPORTER_OTLP_ENDPOINT is set.
+    let telemetry = if serving { mcp_server::telemetry::install("mcp-cursos-backend") } else { Ok(None) };
+    let (telemetry, layer) = match telemetry {
+        Ok(Some((telemetry, layer))) => (Ok(Some(telemetry)), Some(layer)),
+        Ok(None) => (Ok(None), None),
+        Err(error) => (Err(error), None),
+    };
+    let _logs = backend::install_logging(settings.log_format, serving, layer);
+    // Never a header value: OTEL_EXPORTER_OTLP_HEADERS may hold a collector's token.
+    let telemetry = telemetry.map_err(anyhow::Error::msg)?;
+    if let Some(telemetry) = &telemetry {
+        tracing::info!(endpoint = %telemetry.endpoint(), "telemetry on: traces and metrics over OTLP/HTTP");
+    }
     match &settings.command {
-        None => commands::serve::run(&settings).await,
+        None => {
+            let served = commands::serve::run(&settings).await;
+            if let Some(telemetry) = telemetry {
+                // Off the runtime's workers: the SDK's shutdown blocks.
+                let _ = tokio::task::spawn_blocking(move || telemetry.shutdown(TELEMETRY_SHUTDOWN)).await;
+            }
+            served
+        }
         Some(Command::Keys(command)) => commands::keys::run(command, settings.keys_file.as_deref()),
         Some(Command::Health) => commands::health::run(&settings),
         Some(Command::Check) => commands::check::run(&settings).await,
