@@ -69,6 +69,9 @@ pub fn install(service_name: &'static str) -> Result<Option<(Telemetry, Telemetr
         let builder = Resource::builder();
         if named { builder.build() } else { builder.with_service_name(service_name).build() }
     };
+    // reqwest is built with rustls and no crypto provider: install `ring` once per process (a
+    // second call finds it installed, which is what it wants), before the exporters' clients.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let spans = SpanExporter::builder()
         .with_http()
         .with_protocol(Protocol::HttpBinary)
