@@ -347,9 +347,10 @@ def main() -> int:
 
         def tool_points() -> set:
             metric = http_metric()
-            return {attributes(p.attributes).get("error.type") for p in metric.histogram.data_points
-                    if attributes(p.attributes).get("gen_ai.tool.name") == "criar_curso"} if metric else set()
-        poll(lambda: {None, "tool_error"} <= tool_points(), "the duration histogram with gen_ai.tool.name=criar_curso")
+            return {(attributes(p.attributes).get("gen_ai.tool.name"), attributes(p.attributes).get("error.type"))
+                    for p in metric.histogram.data_points} if metric else set()
+        wanted = {("criar_curso", None), ("criar_curso", "tool_error"), ("_OTHER", "-32602")}
+        poll(lambda: wanted <= tool_points(), f"the duration histogram's points {wanted}")
         metric = http_metric()
         assert metric.unit == "s", metric.unit
         points = {(attributes(p.attributes)["mcp.method.name"], attributes(p.attributes).get("gen_ai.tool.name"),
