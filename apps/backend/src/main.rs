@@ -9,9 +9,6 @@ use backend::commands::{self, settings::Command};
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
-/// How long the last export may take at the end (an unreachable collector is not waited for longer).
-const TELEMETRY_SHUTDOWN: std::time::Duration = std::time::Duration::from_secs(3);
-
 /// Failures end as one line and status 1, whatever `RUST_BACKTRACE` says (issue 25).
 fn main() -> std::process::ExitCode {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build();
@@ -24,24 +21,16 @@ async fn run() -> anyhow::Result<()> {
     // log through the direct writer instead).
     let serving = settings.command.is_none();
     // Telemetry while serving only (issue 27): off unless OTEL_EXPORTER_OTLP_ENDPOINT is set.
-    let telemetry = if serving { mcp_server::telemetry::install("mcp-cursos-backend") } else { Ok(None) };
-    let (telemetry, layer) = match telemetry {
-        Ok(Some((telemetry, layer))) => (Ok(Some(telemetry)), Some(layer)),
-        Ok(None) => (Ok(None), None),
-        Err(error) => (Err(error), None),
-    };
+    let (layer, telemetry) =
+        if serving { mcp_server::telemetry::install("mcp-cursos-backend") } else { (None, Ok(None)) };
     let _logs = backend::install_logging(settings.log_format, serving, layer);
-    // Never a header value: OTEL_EXPORTER_OTLP_HEADERS may hold a collector's token.
-    let telemetry = telemetry.map_err(anyhow::Error::msg)?;
-    if let Some(telemetry) = &telemetry {
-        tracing::info!(endpoint = %telemetry.endpoint(), "telemetry on: traces and metrics over OTLP/HTTP");
-    }
+    let telemetry = mcp_server::telemetry::started(telemetry).map_err(anyhow::Error::msg)?;
     match &settings.command {
         None => {
             let served = commands::serve::run(&settings).await;
             if let Some(telemetry) = telemetry {
                 // Off the runtime's workers: the SDK's shutdown blocks.
-                let _ = tokio::task::spawn_blocking(move || telemetry.shutdown(TELEMETRY_SHUTDOWN)).await;
+                let _ = tokio::task::spawn_blocking(move || telemetry.shutdown(mcp_server::telemetry::SHUTDOWN)).await;
             }
             served
         }

@@ -9,9 +9,6 @@ use anyhow::Context;
 use mcp_cursos_stdio::settings::{Settings, StdioCommand};
 use mcp_server::{CursosServer, Setup};
 
-/// How long the last export may take at the end (an unreachable collector is not waited for longer).
-const TELEMETRY_SHUTDOWN: std::time::Duration = std::time::Duration::from_secs(3);
-
 /// Failures end as one line and status 1, whatever `RUST_BACKTRACE` says (issue 25).
 fn main() -> std::process::ExitCode {
     let result = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(anyhow::Error::from);
@@ -26,18 +23,9 @@ fn main() -> std::process::ExitCode {
 
 async fn run() -> anyhow::Result<()> {
     let settings = Settings::from_command_line();
-    let telemetry = mcp_server::telemetry::install("mcp-cursos-stdio");
-    let (telemetry, layer) = match telemetry {
-        Ok(Some((telemetry, layer))) => (Ok(Some(telemetry)), Some(layer)),
-        Ok(None) => (Ok(None), None),
-        Err(error) => (Err(error), None),
-    };
+    let (layer, telemetry) = mcp_server::telemetry::install("mcp-cursos-stdio");
     let _logs = mcp_cursos_stdio::install_logging(settings.log_format, layer);
-    // Never a header value: OTEL_EXPORTER_OTLP_HEADERS may hold a collector's token.
-    let telemetry = telemetry.map_err(anyhow::Error::msg).context("OTEL_EXPORTER_OTLP_ENDPOINT")?;
-    if let Some(telemetry) = &telemetry {
-        tracing::info!(endpoint = %telemetry.endpoint(), "telemetry on: traces and metrics over OTLP/HTTP");
-    }
+    let telemetry = mcp_server::telemetry::started(telemetry).map_err(anyhow::Error::msg)?;
     let database_path = settings
         .database_path()
         .context("no per-user data folder (HOME is not set): set DATABASE_PATH to the catalog's SQLite file")?;
@@ -63,7 +51,7 @@ async fn run() -> anyhow::Result<()> {
     let (stdin, stdout) = rmcp::transport::stdio_pipes();
     mcp_cursos_stdio::serve_until(CursosServer::new(&state), state, stdin, stdout, stop).await?;
     if let Some(telemetry) = telemetry {
-        telemetry.shutdown(TELEMETRY_SHUTDOWN);
+        telemetry.shutdown(mcp_server::telemetry::SHUTDOWN);
     }
     tracing::info!("mcp-cursos-stdio stopped");
     Ok(())

@@ -20,5 +20,5 @@ mod pipeline;
 mod traced;
 
 pub use conventions::SPAN_TARGET;
-pub use pipeline::{Telemetry, TelemetryLayer, install};
+pub use pipeline::{SHUTDOWN, Telemetry, TelemetryLayer, install, started};
 pub use traced::Traced;

@@ -22,6 +22,10 @@ pub type TelemetryLayer = Box<dyn tracing_subscriber::Layer<tracing_subscriber::
 /// once when dropping starts and with the total at shutdown). `OTEL_BSP_MAX_QUEUE_SIZE` overrides it.
 const DEFAULT_MAX_QUEUE: usize = 2048;
 
+/// How long the apps let the last export take at the end: an unreachable collector is not waited
+/// for longer.
+pub const SHUTDOWN: Duration = Duration::from_secs(3);
+
 /// The histogram [`super::Traced`] records into; set once, by [`install`], only when telemetry is on.
 static DURATION: OnceLock<Histogram<f64>> = OnceLock::new();
 
@@ -57,9 +61,31 @@ fn configured_endpoint() -> Option<String> {
 /// protobuf over HTTP from their own threads (`OTEL_EXPORTER_OTLP_TIMEOUT`, `OTEL_BSP_*`,
 /// `OTEL_METRIC_EXPORT_INTERVAL`, `OTEL_TRACES_SAMPLER` honoured); nothing is ever written on stdout.
 ///
+/// Returns the layer to give the subscriber, and the pipeline to keep (or why it could not be
+/// built: the exporters refused the configuration, an endpoint that is not a URL for instance), to
+/// report once logging is on ([`started`]).
+pub fn install(service_name: &'static str) -> (Option<TelemetryLayer>, Result<Option<Telemetry>, String>) {
+    match build(service_name) {
+        Ok(Some((telemetry, layer))) => (Some(layer), Ok(Some(telemetry))),
+        Ok(None) => (None, Ok(None)),
+        Err(error) => (None, Err(error)),
+    }
+}
+
+/// What [`install`] built, said in the log (the endpoint; never a header, which may hold a
+/// collector's token).
+///
 /// # Errors
-/// The exporters could not be built (an endpoint that is not a URL, for instance).
-pub fn install(service_name: &'static str) -> Result<Option<(Telemetry, TelemetryLayer)>, String> {
+/// Why the pipeline could not be built.
+pub fn started(installed: Result<Option<Telemetry>, String>) -> Result<Option<Telemetry>, String> {
+    let telemetry = installed.map_err(|error| format!("OTEL_EXPORTER_OTLP_ENDPOINT: {error}"))?;
+    if let Some(telemetry) = &telemetry {
+        tracing::info!(endpoint = %telemetry.endpoint, "telemetry on: traces and metrics over OTLP/HTTP");
+    }
+    Ok(telemetry)
+}
+
+fn build(service_name: &'static str) -> Result<Option<(Telemetry, TelemetryLayer)>, String> {
     let Some(endpoint) = configured_endpoint() else {
         return Ok(None);
     };
@@ -114,12 +140,6 @@ pub fn install(service_name: &'static str) -> Result<Option<(Telemetry, Telemetr
 }
 
 impl Telemetry {
-    /// The configured endpoint (a URL the operator set; logged at start).
-    #[must_use]
-    pub fn endpoint(&self) -> &str {
-        &self.endpoint
-    }
-
     /// Exports what is queued and stops the exporters, waiting at most `deadline` (an unreachable
     /// collector makes the SDK retry; the process does not wait for it beyond the deadline).
     pub fn shutdown(self, deadline: Duration) {
