@@ -68,7 +68,7 @@ class Target:
         self.log = os.path.join(work, f"{name}.log")
         base = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG")}
         full = {**base, "HOST": "127.0.0.1", "PORT": "0", "RUST_LOG": "warn,mcp_cursos_backend=info",
-                "API_KEY": self.key, "SESSION_MODE": "stateless", "RATE_LIMIT": "0",
+                "API_KEY": self.key, "SESSION_MODE": "stateless",
                 "DATABASE_PATH": os.path.join(work, f"{name}.db"), **env}
         self.process = subprocess.Popen([binary], env=full, stdout=open(self.log, "w"), stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 60

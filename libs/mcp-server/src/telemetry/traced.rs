@@ -546,3 +546,77 @@ impl<H: ServerHandler> ServerHandler for Traced<H> {
         self.run(started, self.inner.read_resource_directory(request, context), never).await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use rmcp::model::{CallToolResult, ContentBlock};
+
+    use super::*;
+
+    #[test]
+    fn a_caller_mistake_keeps_its_error_type_but_is_not_a_server_error() {
+        let unknown_tool: Result<(), McpError> = Err(McpError::invalid_params("no such tool", None));
+        let ending = Ending::of(&unknown_tool, never, true);
+        assert_eq!((ending.error_type.as_deref(), ending.code), (Some("-32602"), Some(-32602)));
+        assert!(!ending.is_server_error());
+        let internal: Result<(), McpError> = Err(McpError::internal_error("the store failed", None));
+        let ending = Ending::of(&internal, never, true);
+        assert_eq!(ending.error_type.as_deref(), Some("-32603"));
+        assert!(ending.is_server_error());
+    }
+
+    #[test]
+    fn an_is_error_result_is_a_tool_error_and_a_success_has_no_error_type() {
+        let failed: Result<CallToolResponse, McpError> =
+            Ok(CallToolResponse::Complete(CallToolResult::error(vec![ContentBlock::text("recusado")])));
+        let ending = Ending::of(&failed, tool_failed, true);
+        assert_eq!((ending.error_type.as_deref(), ending.code), (Some(TOOL_ERROR), None));
+        assert!(ending.is_server_error());
+        let done: Result<CallToolResponse, McpError> =
+            Ok(CallToolResponse::Complete(CallToolResult::success(vec![ContentBlock::text("ok")])));
+        let ending = Ending::of(&done, tool_failed, true);
+        assert_eq!((ending.error_type, ending.code), (None, None));
+    }
+
+    #[test]
+    fn a_resource_not_found_is_recorded_with_the_code_the_client_receives() {
+        let missing: Result<(), McpError> = Err(McpError::resource_not_found("Recurso não encontrado.", None));
+        assert_eq!(Ending::of(&missing, never, true).code, Some(-32602), "2026-07-28: rmcp sends -32602");
+        assert_eq!(Ending::of(&missing, never, false).code, Some(-32002), "2025-11-25: -32002");
+    }
+
+    #[test]
+    fn the_span_name_is_the_method_and_the_tool_or_prompt_and_long_names_are_cut() {
+        let operation = |method, tool: Option<&str>| Operation {
+            method,
+            tool: tool.map(cut),
+            prompt: None,
+            uri: None,
+            protocol_version: None,
+            http: false,
+        };
+        assert_eq!(operation("tools/call", Some("criar_curso")).span_name(), "tools/call criar_curso");
+        assert_eq!(operation("resources/read", None).span_name(), "resources/read");
+        let long = "x".repeat(MAX_TARGET_CHARS + 50);
+        assert_eq!(operation("tools/call", Some(&long)).tool.map(|name| name.chars().count()), Some(MAX_TARGET_CHARS));
+    }
+
+    #[test]
+    fn trace_context_is_read_from_meta_and_from_headers() {
+        let propagator = TraceContextPropagator::new();
+        let mut meta = serde_json::Map::new();
+        meta.insert("traceparent".into(), "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".into());
+        let cx = propagator.extract(&MetaCarrier(&meta));
+        assert_eq!(cx.span().span_context().trace_id().to_string(), "0af7651916cd43dd8448eb211c80319c");
+        assert_eq!(cx.span().span_context().span_id().to_string(), "b7ad6b7169203331");
+        let mut headers = http::HeaderMap::new();
+        headers.insert(
+            "traceparent",
+            http::HeaderValue::from_static("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"),
+        );
+        let cx = propagator.extract(&HeaderCarrier(&headers));
+        assert_eq!(cx.span().span_context().trace_id().to_string(), "4bf92f3577b34da6a3ce929d0e0e4736");
+        meta.insert("traceparent".into(), "not a traceparent".into());
+        assert!(!propagator.extract(&MetaCarrier(&meta)).span().span_context().is_valid());
+    }
+}
