@@ -62,6 +62,15 @@ STATUS_CODE_ERROR = 2
 WAIT = 30.0  # seconds to poll for what the exporter sends (it batches every 200 ms here)
 
 
+# What each OTLP/HTTP path carries: its request and response messages and where the items are.
+SIGNALS = {
+    "/v1/traces": (trace_service_pb2.ExportTraceServiceRequest, trace_service_pb2.ExportTraceServiceResponse,
+                   "resource_spans", "scope_spans", "spans"),
+    "/v1/metrics": (metrics_service_pb2.ExportMetricsServiceRequest, metrics_service_pb2.ExportMetricsServiceResponse,
+                    "resource_metrics", "scope_metrics", "metrics"),
+}
+
+
 class Receiver:
     """An OTLP/HTTP protobuf receiver on 127.0.0.1 keeping what it decodes."""
 
@@ -76,28 +85,21 @@ class Receiver:
             def do_POST(self) -> None:  # noqa: N802 - http.server's name
                 body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
                 assert self.headers.get("Content-Type") == "application/x-protobuf", self.headers
-                if self.path == "/v1/traces":
-                    request = trace_service_pb2.ExportTraceServiceRequest.FromString(body)
-                    with receiver.lock:
-                        receiver.requests += 1
-                        for rs in request.resource_spans:
-                            resource = attributes(rs.resource.attributes)
-                            for ss in rs.scope_spans:
-                                receiver.spans.extend((resource, span) for span in ss.spans)
-                    answer = trace_service_pb2.ExportTraceServiceResponse()
-                elif self.path == "/v1/metrics":
-                    request = metrics_service_pb2.ExportMetricsServiceRequest.FromString(body)
-                    with receiver.lock:
-                        receiver.requests += 1
-                        for rm in request.resource_metrics:
-                            resource = attributes(rm.resource.attributes)
-                            for sm in rm.scope_metrics:
-                                receiver.metrics.extend((resource, metric) for metric in sm.metrics)
-                    answer = metrics_service_pb2.ExportMetricsServiceResponse()
-                else:
+                signal = SIGNALS.get(self.path)
+                if signal is None:
                     self.send_response(404)
                     self.end_headers()
                     return
+                request_type, answer_type, resources, scopes, items = signal
+                request = request_type.FromString(body)
+                with receiver.lock:
+                    receiver.requests += 1
+                    kept = receiver.spans if items == "spans" else receiver.metrics
+                    for resource_items in getattr(request, resources):
+                        resource = attributes(resource_items.resource.attributes)
+                        for scope_items in getattr(resource_items, scopes):
+                            kept.extend((resource, item) for item in getattr(scope_items, items))
+                answer = answer_type()
                 out = answer.SerializeToString()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/x-protobuf")
