@@ -78,11 +78,22 @@ pub fn install(service_name: &'static str) -> (Option<TelemetryLayer>, Result<Op
 /// # Errors
 /// Why the pipeline could not be built.
 pub fn started(installed: Result<Option<Telemetry>, String>) -> Result<Option<Telemetry>, String> {
-    let telemetry = installed.map_err(|error| format!("OTEL_EXPORTER_OTLP_ENDPOINT: {error}"))?;
+    let telemetry = installed.map_err(|error| format!("telemetry: {error}"))?;
     if let Some(telemetry) = &telemetry {
-        tracing::info!(endpoint = %telemetry.endpoint, "telemetry on: traces and metrics over OTLP/HTTP");
+        tracing::info!(endpoint = %without_userinfo(&telemetry.endpoint), "telemetry on: traces and metrics over OTLP/HTTP");
     }
     Ok(telemetry)
+}
+
+/// `endpoint` without a `user:password@` part, for the log.
+fn without_userinfo(endpoint: &str) -> String {
+    match endpoint.split_once("://") {
+        Some((scheme, rest)) => match rest.split_once('/').map_or(rest, |(authority, _)| authority).rsplit_once('@') {
+            Some((_, host)) => format!("{scheme}://{host}/..."),
+            None => endpoint.to_owned(),
+        },
+        None => endpoint.to_owned(),
+    }
 }
 
 fn build(service_name: &'static str) -> Result<Option<(Telemetry, TelemetryLayer)>, String> {
@@ -163,5 +174,17 @@ impl Telemetry {
                 "telemetry: the collector did not take the last export in time; it is abandoned"
             ),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_userinfo;
+
+    #[test]
+    fn the_logged_endpoint_has_no_credentials() {
+        assert_eq!(without_userinfo("https://user:secret@collector:4318"), "https://collector:4318/...");
+        assert_eq!(without_userinfo("http://collector:4318/otlp"), "http://collector:4318/otlp");
+        assert_eq!(without_userinfo("http://collector:4318/a@b"), "http://collector:4318/a@b");
     }
 }
