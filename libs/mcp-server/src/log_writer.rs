@@ -59,6 +59,17 @@ where
     use tracing_subscriber::util::SubscriberInitExt as _;
     use tracing_subscriber::{EnvFilter, Layer as _};
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,rmcp=warn"));
+    let Some(telemetry) = telemetry else {
+        // Telemetry off: the one global filter, as before issue 27 (per-layer filters cost every
+        // event and span a little more: measured in bench/RESULTS.md).
+        let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(writer).log_internal_errors(false);
+        if json {
+            logs.json().flatten_event(true).with_current_span(false).with_span_list(false).init();
+        } else {
+            logs.with_ansi(ansi).init();
+        }
+        return;
+    };
     let logs = tracing_subscriber::fmt::layer().with_writer(writer).log_internal_errors(false);
     let logs = if json {
         logs.json().flatten_event(true).with_current_span(false).with_span_list(false).with_filter(filter).boxed()
