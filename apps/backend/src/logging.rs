@@ -4,8 +4,6 @@ use std::io::IsTerminal;
 
 use clap::ValueEnum;
 use mcp_server::log_writer::WorkerGuard;
-use tracing_subscriber::EnvFilter;
-use tracing_subscriber::fmt::writer::BoxMakeWriter;
 
 /// How log lines are written on stderr.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -16,7 +14,8 @@ pub enum LogFormat {
     Json,
 }
 
-/// Installs the global subscriber: stderr, `RUST_LOG` (default `info,rmcp=warn`), and `format`.
+/// Installs the global subscriber: stderr, `RUST_LOG` (default `info,rmcp=warn`), and `format`,
+/// with the OpenTelemetry layer when `telemetry` is on (issue 27).
 /// In JSON, each event is one object per line with its fields at the top level (`timestamp`,
 /// `level`, `target`, `message`, and the event's own fields), for log collectors.
 ///
@@ -25,21 +24,19 @@ pub enum LogFormat {
 /// backup, ...) writes its lines at once, as they happen, since it may end with `exit`. Either
 /// way a line that cannot be written is dropped and counted, never a panic (issue 24).
 #[must_use]
-pub fn install_logging(format: LogFormat, serving: bool) -> Option<WorkerGuard> {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,rmcp=warn"));
+pub fn install_logging(
+    format: LogFormat,
+    serving: bool,
+    telemetry: Option<mcp_server::telemetry::TelemetryLayer>,
+) -> Option<WorkerGuard> {
     let ansi = std::io::stderr().is_terminal();
-    let (writer, guard) = if serving {
+    let json = format == LogFormat::Json;
+    if serving {
         let (writer, guard) = mcp_server::log_writer::log_writer();
-        (BoxMakeWriter::new(writer), Some(guard))
+        mcp_server::log_writer::init_subscriber(json, ansi, writer, telemetry);
+        Some(guard)
     } else {
-        (BoxMakeWriter::new(mcp_server::log_writer::direct_writer), None)
-    };
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(writer).log_internal_errors(false);
-    match format {
-        LogFormat::Text => builder.with_ansi(ansi).init(),
-        LogFormat::Json => {
-            builder.json().flatten_event(true).with_current_span(false).with_span_list(false).init();
-        }
+        mcp_server::log_writer::init_subscriber(json, ansi, mcp_server::log_writer::direct_writer, telemetry);
+        None
     }
-    guard
 }

@@ -19,9 +19,21 @@ async fn run() -> anyhow::Result<()> {
     let settings = Settings::from_command_line();
     // Held to the end of `main`: it flushes the queued log lines (dropped by `exit` paths, which
     // log through the direct writer instead).
-    let _logs = backend::install_logging(settings.log_format, settings.command.is_none());
+    let serving = settings.command.is_none();
+    // Telemetry while serving only (issue 27): off unless OTEL_EXPORTER_OTLP_ENDPOINT is set.
+    let (layer, telemetry) =
+        if serving { mcp_server::telemetry::install("mcp-cursos-backend") } else { (None, Ok(None)) };
+    let _logs = backend::install_logging(settings.log_format, serving, layer);
+    let telemetry = mcp_server::telemetry::started(telemetry).map_err(anyhow::Error::msg)?;
     match &settings.command {
-        None => commands::serve::run(&settings).await,
+        None => {
+            let served = commands::serve::run(&settings).await;
+            if let Some(telemetry) = telemetry {
+                // Off the runtime's workers: the SDK's shutdown blocks.
+                let _ = tokio::task::spawn_blocking(move || telemetry.shutdown(mcp_server::telemetry::SHUTDOWN)).await;
+            }
+            served
+        }
         Some(Command::Keys(command)) => commands::keys::run(command, settings.keys_file.as_deref()),
         Some(Command::Health) => commands::health::run(&settings),
         Some(Command::Check) => commands::check::run(&settings).await,

@@ -103,6 +103,8 @@ where
         }
     });
 
+    // A span per request and the duration histogram when telemetry is on (issue 27); else a pass-through.
+    let server = mcp_server::telemetry::Traced::new(server);
     let ended = match server.serve((EndOfInput::new(server_input, state), server_output)).await {
         Ok(running) => running
             .waiting()
@@ -197,20 +199,16 @@ pub fn check(
 
 /// Installs the log writer on stderr (stdout belongs to JSON-RPC): `RUST_LOG` honoured, else
 /// `info,rmcp=warn`, in the chosen format, through [`mcp_server::log_writer`] (a full or slow log
-/// disk never stops or delays the server; issue 24). Keep the guard until the end: it flushes.
-pub fn install_logging(format: settings::LogFormat) -> mcp_server::log_writer::WorkerGuard {
+/// disk never stops or delays the server; issue 24), with the OpenTelemetry layer when telemetry
+/// is on (issue 27; it exports over HTTP, never on stdout). Keep the guard until the end: it flushes.
+pub fn install_logging(
+    format: settings::LogFormat,
+    telemetry: Option<mcp_server::telemetry::TelemetryLayer>,
+) -> mcp_server::log_writer::WorkerGuard {
     use std::io::IsTerminal;
-    use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,rmcp=warn"));
-    let ansi = std::io::stderr().is_terminal();
     let (writer, guard) = mcp_server::log_writer::log_writer();
-    let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(writer).log_internal_errors(false);
-    match format {
-        settings::LogFormat::Text => logs.with_ansi(ansi).init(),
-        settings::LogFormat::Json => {
-            logs.json().flatten_event(true).with_current_span(false).with_span_list(false).init();
-        }
-    }
+    let json = matches!(format, settings::LogFormat::Json);
+    mcp_server::log_writer::init_subscriber(json, std::io::stderr().is_terminal(), writer, telemetry);
     guard
 }
 

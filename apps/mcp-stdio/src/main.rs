@@ -23,7 +23,9 @@ fn main() -> std::process::ExitCode {
 
 async fn run() -> anyhow::Result<()> {
     let settings = Settings::from_command_line();
-    let _logs = mcp_cursos_stdio::install_logging(settings.log_format);
+    let (layer, telemetry) = mcp_server::telemetry::install("mcp-cursos-stdio");
+    let _logs = mcp_cursos_stdio::install_logging(settings.log_format, layer);
+    let telemetry = mcp_server::telemetry::started(telemetry).map_err(anyhow::Error::msg)?;
     let database_path = settings
         .database_path()
         .context("no per-user data folder (HOME is not set): set DATABASE_PATH to the catalog's SQLite file")?;
@@ -48,6 +50,9 @@ async fn run() -> anyhow::Result<()> {
     let state = running.state().clone();
     let (stdin, stdout) = rmcp::transport::stdio_pipes();
     mcp_cursos_stdio::serve_until(CursosServer::new(&state), state, stdin, stdout, stop).await?;
+    if let Some(telemetry) = telemetry {
+        telemetry.shutdown(mcp_server::telemetry::SHUTDOWN);
+    }
     tracing::info!("mcp-cursos-stdio stopped");
     Ok(())
 }

@@ -40,6 +40,7 @@ mod server;
 pub mod setup;
 mod state;
 mod surface;
+pub mod telemetry;
 
 pub use contract::{portable, uris, wire};
 

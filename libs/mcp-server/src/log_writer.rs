@@ -47,6 +47,38 @@ fn log_writer_to<W: Write + Send + 'static>(out: Stderr<W>) -> (NonBlocking, Wor
     (writer, guard)
 }
 
+/// Installs the global subscriber both apps use: the log lines on `writer` (stderr), filtered by
+/// `RUST_LOG` (default `info,rmcp=warn`), as text (`ansi` colours) or JSON (one object per line,
+/// the event's fields at the top level); and, when telemetry is on, its layer
+/// ([`crate::telemetry::install`]) before them, which sees only the spans meant for it.
+pub fn init_subscriber<W>(json: bool, ansi: bool, writer: W, telemetry: Option<crate::telemetry::TelemetryLayer>)
+where
+    W: for<'writer> tracing_subscriber::fmt::MakeWriter<'writer> + Send + Sync + 'static,
+{
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    use tracing_subscriber::{EnvFilter, Layer as _};
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,rmcp=warn"));
+    let Some(telemetry) = telemetry else {
+        // Telemetry off: the one global filter, as before issue 27 (per-layer filters cost every
+        // event and span a little more: measured in bench/RESULTS.md).
+        let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(writer).log_internal_errors(false);
+        if json {
+            logs.json().flatten_event(true).with_current_span(false).with_span_list(false).init();
+        } else {
+            logs.with_ansi(ansi).init();
+        }
+        return;
+    };
+    let logs = tracing_subscriber::fmt::layer().with_writer(writer).log_internal_errors(false);
+    let logs = if json {
+        logs.json().flatten_event(true).with_current_span(false).with_span_list(false).with_filter(filter).boxed()
+    } else {
+        logs.with_ansi(ansi).with_filter(filter).boxed()
+    };
+    tracing_subscriber::registry().with(telemetry).with(logs).init();
+}
+
 /// A writer for a process that may end with `exit` (a command, not a server): each line written
 /// at once, and one that cannot be is dropped and counted, never an error.
 #[must_use]

@@ -119,7 +119,8 @@ pub fn app(state: ServerState, config: AppConfig, shutdown: CancellationToken) -
         .disable_allowed_hosts()
         .with_cancellation_token(shutdown);
     let factory_state = state.clone();
-    let factory = move || Ok(CursosServer::new(&factory_state));
+    // A span per request and the duration histogram when telemetry is on (issue 27); else a pass-through.
+    let factory = move || Ok(mcp_server::telemetry::Traced::new(CursosServer::new(&factory_state)));
     let metrics = config.metrics.then(|| Arc::new(Metrics::default()));
     let oauth = match &config.access {
         Access::OAuth { resource_server, keys } => Some((Arc::clone(resource_server), keys.is_none())),

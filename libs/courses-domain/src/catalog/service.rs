@@ -268,7 +268,7 @@ impl Catalog {
     pub async fn suggest(&self, typed: &str, limit: usize) -> Result<Vec<Course>, StoreError> {
         let key = TitleSearchKey::of_typed(typed);
         let catalog = self.name.clone();
-        self.blocking(move |store| match key {
+        self.blocking(Statement::SELECT_COURSES, move |store| match key {
             None => Ok(store.active_page(&catalog, None, limit)?.into_iter().map(|(course, _)| course).collect()),
             Some(key) => store.search_active(&catalog, &key, limit),
         })
@@ -284,7 +284,7 @@ impl Catalog {
         let course = Course::create(new_course, OffsetDateTime::now_utc());
         let catalog = self.name.clone();
         let created = self
-            .blocking(move |store| match store.insert(&catalog, &course, &provenance) {
+            .blocking(Statement::INSERT_COURSES, move |store| match store.insert(&catalog, &course, &provenance) {
                 Ok(()) => Ok(course),
                 Err(WriteError::DuplicateTitle) => Err(CreateCourseError::DuplicateTitle { title }),
                 Err(WriteError::Unwritable(reason)) => Err(CreateCourseError::Unwritable(reason)),
@@ -313,7 +313,7 @@ impl Catalog {
         let course = Course::create(new_course, OffsetDateTime::now_utc());
         let catalog = self.name.clone();
         let created = self
-            .blocking(move |store| -> Result<Created, CreateCourseError> {
+            .blocking(Statement::INSERT_COURSES, move |store| -> Result<Created, CreateCourseError> {
                 match store.insert_idempotent(&catalog, &course, &key, &fingerprint, &provenance) {
                     Ok(IdempotentInsert::Inserted) => Ok(Created { course, replayed: false }),
                     Ok(IdempotentInsert::Replayed(original)) => Ok(Created { course: original, replayed: true }),
@@ -363,35 +363,40 @@ impl Catalog {
         }
         let catalog = self.name.clone();
         let (course, change) = self
-            .blocking(move |store| -> Result<(Course, Option<CourseChange>), UpdateCourseError> {
-                for _ in 0..MAX_REVISION_ATTEMPTS {
-                    let current = store.find(&catalog, id)?.ok_or(UpdateCourseError::NotFound { id })?;
-                    if let Some(expected) = expected_version.filter(|expected| *expected != current.version()) {
-                        return Err(UpdateCourseError::StaleVersion { id, expected, current: current.version() });
+            .blocking(
+                Statement::UPDATE_COURSES,
+                move |store| -> Result<(Course, Option<CourseChange>), UpdateCourseError> {
+                    for _ in 0..MAX_REVISION_ATTEMPTS {
+                        let current = store.find(&catalog, id)?.ok_or(UpdateCourseError::NotFound { id })?;
+                        if let Some(expected) = expected_version.filter(|expected| *expected != current.version()) {
+                            return Err(UpdateCourseError::StaleVersion { id, expected, current: current.version() });
+                        }
+                        let revision = match current.with_changes(&changes, OffsetDateTime::now_utc()) {
+                            Err(ChangeRefusal::Archived) => return Err(UpdateCourseError::Archived { id }),
+                            Ok(None) => return Ok((current, None)),
+                            Ok(Some(revision)) => revision,
+                        };
+                        match store.replace(&catalog, &revision, &provenance) {
+                            Ok(Replaced::Done) => {
+                                let (before, after) = revision.into_parts();
+                                return Ok((after.clone(), Some(CourseChange::Updated { before, after })));
+                            }
+                            Ok(Replaced::Stale) => {}
+                            Err(WriteError::DuplicateTitle) => {
+                                return Err(UpdateCourseError::DuplicateTitle {
+                                    title: revision.after().title().clone(),
+                                });
+                            }
+                            Err(WriteError::Unwritable(reason)) => return Err(UpdateCourseError::Unwritable(reason)),
+                            Err(WriteError::Store(error)) => return Err(error.into()),
+                            Err(WriteError::OutcomeUnknown(source)) => {
+                                return Err(UpdateCourseError::OutcomeUnknown { id, source });
+                            }
+                        }
                     }
-                    let revision = match current.with_changes(&changes, OffsetDateTime::now_utc()) {
-                        Err(ChangeRefusal::Archived) => return Err(UpdateCourseError::Archived { id }),
-                        Ok(None) => return Ok((current, None)),
-                        Ok(Some(revision)) => revision,
-                    };
-                    match store.replace(&catalog, &revision, &provenance) {
-                        Ok(Replaced::Done) => {
-                            let (before, after) = revision.into_parts();
-                            return Ok((after.clone(), Some(CourseChange::Updated { before, after })));
-                        }
-                        Ok(Replaced::Stale) => {}
-                        Err(WriteError::DuplicateTitle) => {
-                            return Err(UpdateCourseError::DuplicateTitle { title: revision.after().title().clone() });
-                        }
-                        Err(WriteError::Unwritable(reason)) => return Err(UpdateCourseError::Unwritable(reason)),
-                        Err(WriteError::Store(error)) => return Err(error.into()),
-                        Err(WriteError::OutcomeUnknown(source)) => {
-                            return Err(UpdateCourseError::OutcomeUnknown { id, source });
-                        }
-                    }
-                }
-                Err(StoreError::message("the course kept changing during an update").into())
-            })
+                    Err(StoreError::message("the course kept changing during an update").into())
+                },
+            )
             .await??;
         if let Some(change) = change {
             self.announce(&change);
@@ -419,7 +424,7 @@ impl Catalog {
     ) -> Result<Course, ArchiveCourseError> {
         let catalog = self.name.clone();
         let (course, changed) = self
-            .blocking(move |store| -> Result<(Course, bool), ArchiveCourseError> {
+            .blocking(Statement::UPDATE_COURSES, move |store| -> Result<(Course, bool), ArchiveCourseError> {
                 for _ in 0..MAX_REVISION_ATTEMPTS {
                     let current = store.find(&catalog, id)?.ok_or(ArchiveCourseError::NotFound { id })?;
                     if let Some(expected) = expected_version.filter(|expected| *expected != current.version()) {
@@ -457,7 +462,10 @@ impl Catalog {
     /// [`GetCourseError::NotFound`] when no course has this id.
     pub async fn get(&self, id: CourseId) -> Result<Course, GetCourseError> {
         let catalog = self.name.clone();
-        self.read(move |store| store.find(&catalog, id)?.ok_or(GetCourseError::NotFound { id })).await?
+        self.read(Statement::SELECT_COURSES, move |store| {
+            store.find(&catalog, id)?.ok_or(GetCourseError::NotFound { id })
+        })
+        .await?
     }
 
     /// A page of a course's history (every accepted write, with who made it and how), newest
@@ -472,7 +480,7 @@ impl Catalog {
         size: PageSize,
     ) -> Result<HistoryPage, GetCourseError> {
         let catalog = self.name.clone();
-        self.read(move |store| {
+        self.read(Statement::SELECT_HISTORY, move |store| {
             let course = store.find(&catalog, id)?.ok_or(GetCourseError::NotFound { id })?;
             let (entries, next) =
                 split_page(store.history_page(&catalog, &course, after, usize::from(size.get()) + 1)?, size);
@@ -487,7 +495,7 @@ impl Catalog {
     /// [`StoreError`] when the storage fails.
     pub async fn active_page(&self, after: Option<PageCursor>, size: PageSize) -> Result<CoursePage, StoreError> {
         let catalog = self.name.clone();
-        self.read(move |store| {
+        self.read(Statement::SELECT_COURSES, move |store| {
             let (courses, next) = split_page(store.active_page(&catalog, after, usize::from(size.get()) + 1)?, size);
             Ok(CoursePage { courses, next })
         })
@@ -501,7 +509,8 @@ impl Catalog {
     /// [`NotReady`] naming the reason.
     pub async fn readiness(&self) -> Result<(), NotReady> {
         let catalog = self.name.clone();
-        self.blocking(move |store| {
+        // No span: a probe is no request's child, and a root span per probe would be noise.
+        self.blocking_in(tracing::Span::none(), move |store| {
             store.writable().map_err(NotReady::Unwritable)?;
             store.count_active(&catalog).map(|_| ()).map_err(NotReady::Store)
         })
@@ -566,35 +575,80 @@ impl Catalog {
     /// [`StoreError`] when the storage fails.
     pub async fn count_active(&self) -> Result<u64, StoreError> {
         let catalog = self.name.clone();
-        self.read(move |store| store.count_active(&catalog)).await?
+        self.read(Statement::SELECT_COURSES, move |store| store.count_active(&catalog)).await?
     }
 
     /// Runs a bounded read: on this thread when the store's reads are local and short
     /// ([`CourseStore::reads_inline`], ADR 0021) and it has a connection free now, else on the
-    /// blocking pool. Never waits for a connection on this thread ([`inline_read`]).
-    async fn read<T, F>(&self, work: F) -> Result<T, StoreError>
+    /// blocking pool. Never waits for a connection on this thread ([`inline_read`]). In the span
+    /// of `statement` (issue 27).
+    async fn read<T, F>(&self, statement: Statement, work: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
         F: Fn(&dyn CourseStore) -> T + Send + 'static,
     {
+        let span = statement.span(self.store.system_name());
         if self.store.reads_inline() {
+            let _in_span = span.enter();
             if let Some(value) = inline_read::attempt(|| work(self.store.as_ref())) {
                 return Ok(value);
             }
             tracing::debug!("no database connection free for an inline read: reading on the blocking pool");
         }
-        self.blocking(work).await
+        self.blocking_in(span, work).await
     }
 
-    async fn blocking<T, F>(&self, work: F) -> Result<T, StoreError>
+    /// Runs `work` on the blocking pool, in the span of `statement` (issue 27).
+    async fn blocking<T, F>(&self, statement: Statement, work: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
         F: FnOnce(&dyn CourseStore) -> T + Send + 'static,
     {
+        self.blocking_in(statement.span(self.store.system_name()), work).await
+    }
+
+    async fn blocking_in<T, F>(&self, span: tracing::Span, work: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&dyn CourseStore) -> T + Send + 'static,
+    {
+        use tracing::Instrument as _;
         let store = Arc::clone(&self.store);
         tokio::task::spawn_blocking(move || work(store.as_ref()))
+            .instrument(span)
             .await
             .map_err(|join_error| StoreError::new("the store task did not finish", join_error))
+    }
+}
+
+/// What a store call does, for its OpenTelemetry span (issue 27): the statement's kind and its
+/// table, named per the database conventions (`{db.operation.name} {db.collection.name}`); never
+/// a value, a title or an id. The spans have the target `mcp_cursos::span` and level TRACE: only
+/// the OpenTelemetry layer records them (never the log lines), and only when telemetry is on.
+#[derive(Debug, Clone, Copy)]
+struct Statement {
+    name: &'static str,
+    operation: &'static str,
+    collection: &'static str,
+}
+
+impl Statement {
+    const SELECT_COURSES: Self = Self { name: "SELECT courses", operation: "SELECT", collection: "courses" };
+    const SELECT_HISTORY: Self =
+        Self { name: "SELECT course_history", operation: "SELECT", collection: "course_history" };
+    const INSERT_COURSES: Self = Self { name: "INSERT courses", operation: "INSERT", collection: "courses" };
+    const UPDATE_COURSES: Self = Self { name: "UPDATE courses", operation: "UPDATE", collection: "courses" };
+
+    fn span(self, system: &'static str) -> tracing::Span {
+        tracing::trace_span!(
+            target: "mcp_cursos::span",
+            "db",
+            otel.name = self.name,
+            otel.kind = "client",
+            db.system.name = system,
+            db.operation.name = self.operation,
+            db.collection.name = self.collection,
+        )
     }
 }
 

@@ -304,6 +304,12 @@ pub trait CourseStore: Send + Sync + std::fmt::Debug + 'static {
         false
     }
 
+    /// The database's name as OpenTelemetry's `db.system.name` spells it (`sqlite`, `postgresql`),
+    /// for the store's spans (issue 27); `other_sql` by default.
+    fn system_name(&self) -> &'static str {
+        "other_sql"
+    }
+
     /// Whether a write made now could be made durable: `Err` names what an operator must fix
     /// (ADR 0026). Blocking, and cheap (a few system calls, no write). The default, for a store
     /// behind a network that reports these failures itself, is always `Ok`.

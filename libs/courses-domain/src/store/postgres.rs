@@ -455,6 +455,8 @@ fn contains_pattern(text: &str) -> String {
 
 /// PostgreSQL's part of the shared store ([`crate::store::sql`], ADR 0033).
 impl SqlBackend for PostgresStore {
+    const SYSTEM_NAME: &'static str = "postgresql";
+
     type Connection = PgConnection;
 
     fn pool(&self) -> &Pool<ConnectionManager<PgConnection>> {

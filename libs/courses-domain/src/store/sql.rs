@@ -644,6 +644,9 @@ pub(crate) trait SqlBackend: Send + Sync + std::fmt::Debug + 'static {
         false
     }
 
+    /// [`CourseStore::system_name`]: OpenTelemetry's `db.system.name` of this database.
+    const SYSTEM_NAME: &'static str;
+
     /// [`CourseStore::writable`]; by default `Ok`, for a store that reports these failures per write.
     ///
     /// # Errors
@@ -781,6 +784,10 @@ impl<Store: SqlBackend> CourseStore for Store {
 
     fn reads_inline(&self) -> bool {
         SqlBackend::reads_inline(self)
+    }
+
+    fn system_name(&self) -> &'static str {
+        Self::SYSTEM_NAME
     }
 
     fn writable(&self) -> Result<(), Unwritable> {

@@ -296,7 +296,18 @@ pub(crate) async fn confirm_archive(
     if !can_ask {
         return cannot_confirm(options, course);
     }
-    match context.peer.elicit_with_timeout::<ArchiveConfirmation>(question(course), Some(ANSWER_TIMEOUT)).await {
+    // The wait for the user's answer, as a child span of the request's when telemetry is on (issue
+    // 27, ADR 0051): a server-to-client request per the MCP conventions; the question's text is not
+    // recorded (it quotes the title).
+    let waiting = tracing::trace_span!(
+        target: "mcp_cursos::span",
+        "mcp.client.request",
+        otel.name = "elicitation/create",
+        otel.kind = "client",
+        mcp.method.name = "elicitation/create",
+    );
+    let asked = context.peer.elicit_with_timeout::<ArchiveConfirmation>(question(course), Some(ANSWER_TIMEOUT));
+    match tracing::Instrument::instrument(asked, waiting).await {
         Ok(Some(ArchiveConfirmation { confirmar: true })) => {
             go_ahead(course, course.version(), &serde_json::json!({"action": "accept", "content": {"confirmar": true}}))
         }

@@ -368,6 +368,8 @@ impl SqliteStore {
 
 /// SQLite's part of the shared store ([`crate::store::sql`], ADR 0033).
 impl SqlBackend for SqliteStore {
+    const SYSTEM_NAME: &'static str = "sqlite";
+
     type Connection = SqliteConnection;
 
     fn pool(&self) -> &Pool<ConnectionManager<SqliteConnection>> {
