@@ -319,7 +319,11 @@ impl Owned {
                          ALTER TABLE courses DISABLE TRIGGER courses_count_insert;",
                     )
                     .map_err(step("opening the identity columns"))?;
+                let indexes = drop_secondary_indexes(connection)?;
                 let result = body(&mut SqlConnection::Postgres(connection))?;
+                for definition in &indexes {
+                    connection.batch_execute(definition).map_err(step("building the target's indexes"))?;
+                }
                 connection
                     .batch_execute(
                         "ALTER TABLE courses ALTER COLUMN position SET GENERATED ALWAYS;
@@ -331,6 +335,44 @@ impl Owned {
             }),
         }
     }
+}
+
+/// One index of the target's schema that no constraint owns, to drop before a PostgreSQL copy.
+#[derive(QueryableByName)]
+struct SecondaryIndex {
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    name: String,
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    definition: String,
+}
+
+/// Drops every index of the target's tables (in its current schema) that no primary key, unique
+/// or exclusion constraint owns, and returns their definitions (`pg_indexes.indexdef`) to run once
+/// the rows are in: PostgreSQL builds an index over a full table by sorting, far faster than
+/// keeping it row by row (above all the GIN trigram index, whose pending list is merged again and
+/// again during a copy). Read from the catalog, not named here, so whatever indexes the schema
+/// has (a later migration's too) are rebuilt as they were (ADR 0053). Inside the copy's
+/// transaction: a failure or a rollback leaves them as they were, and a unique index that the
+/// copied rows would break fails the migration. Constraint indexes stay (foreign keys need them).
+fn drop_secondary_indexes(connection: &mut PgConnection) -> Result<Vec<String>, MigrateError> {
+    let indexes: Vec<SecondaryIndex> = diesel::sql_query(
+        "SELECT i.indexname AS name, i.indexdef AS definition FROM pg_indexes i
+         WHERE i.schemaname = current_schema()
+           AND i.tablename IN ('courses', 'course_creations', 'course_history', 'course_history_evidence')
+           AND NOT EXISTS (SELECT 1 FROM pg_constraint c
+                           WHERE c.conindid = (quote_ident(i.schemaname) || '.' || quote_ident(i.indexname))::regclass)
+         ORDER BY i.tablename, i.indexname",
+    )
+    .load(connection)
+    .map_err(step("reading the target's indexes"))?;
+    for index in &indexes {
+        diesel::sql_query(format!("DROP INDEX \"{}\"", index.name.replace('"', "\"\"")))
+            .execute(connection)
+            .map_err(step("dropping the target's indexes for the copy"))?;
+    }
+    // Index builds after the copy sort in memory up to this (this transaction only).
+    connection.batch_execute("SET LOCAL maintenance_work_mem = '256MB';").map_err(step("sizing the index builds"))?;
+    Ok(indexes.into_iter().map(|index| index.definition).collect())
 }
 
 /// A course row as stored, position included.
