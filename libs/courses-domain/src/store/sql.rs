@@ -970,7 +970,7 @@ fn import_batch(
     if let Some(provenance) = provenance {
         if let SqlConnection::Sqlite(concrete) = connection {
             // The connection that writes an import's batches (the import's own store: only the
-            // `import` command writes batches) gets a page cache of 64 MiB instead of SQLite's
+            // `import` command writes batches) gets a page cache of 32 MiB instead of SQLite's
             // 2 MiB: a batch's inserts land all over the id, title and full-text indexes, and a
             // small cache spills those pages to the WAL and reads them back within the batch
             // (half the time of an import went to those reads and writes; ADR 0053).
@@ -983,7 +983,7 @@ fn import_batch(
 }
 
 /// The page cache of the SQLite connection that writes an import's batches (ADR 0053).
-const IMPORT_PAGE_CACHE: &str = "PRAGMA cache_size = -65536;";
+const IMPORT_PAGE_CACHE: &str = "PRAGMA cache_size = -32768;";
 
 /// Rows per multi-row `INSERT` of an import's batch: 15 history columns × 1,000 bound values
 /// stay under both backends' limits (SQLite's 32,766, PostgreSQL's 65,535).
@@ -1010,11 +1010,11 @@ fn insert_imported_batch(
         }
     }
     for chunk in rows.chunks(IMPORT_ROWS_PER_STATEMENT) {
-        let values: Vec<NewHistoryRow<'_>> = chunk
-            .iter()
-            .map(|row| NewHistoryRow::of((row.version > 1).then_some(*row), row, provenance))
-            .collect();
-        on_backend!(connection, |concrete| diesel::insert_into(course_history::table).values(&values).execute(concrete))?;
+        let values: Vec<NewHistoryRow<'_>> =
+            chunk.iter().map(|row| NewHistoryRow::of((row.version > 1).then_some(*row), row, provenance)).collect();
+        on_backend!(connection, |concrete| diesel::insert_into(course_history::table)
+            .values(&values)
+            .execute(concrete))?;
     }
     Ok(())
 }
