@@ -47,17 +47,7 @@ dataset() {
     fi
     if ! test -s "$WORK/catalogo-$SIZE.csv"; then
         # The active courses' titles and workloads, CSV-quoted: a list from another system.
-        python3 - "$WORK/catalogo-$SIZE.jsonl" "$WORK/catalogo-$SIZE.csv" <<'PY'
-import csv, json, sys
-with open(sys.argv[1]) as source, open(sys.argv[2], "w", newline="") as target:
-    out = csv.writer(target)
-    out.writerow(["titulo", "cargaHoraria"])
-    next(source)
-    for line in source:
-        course = json.loads(line)
-        if not course["arquivado"]:
-            out.writerow([course["titulo"], course["cargaHoraria"]])
-PY
+        python3 "$ROOT/bench/csv_of_export.py" "$WORK/catalogo-$SIZE.jsonl" "$WORK/catalogo-$SIZE.csv"
     fi
     JSONL_ROWS=$(($(wc -l <"$WORK/catalogo-$SIZE.jsonl") - 1))
     CSV_ROWS=$(($(wc -l <"$WORK/catalogo-$SIZE.csv") - 1))
