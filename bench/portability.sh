@@ -64,17 +64,7 @@ op_import_jsonl() {
 op_import_csv() {
     if ! test -f "$WORK/catalogo.csv"; then
         # The active courses' titles and workloads, CSV-quoted: what a list from another system looks like.
-        python3 - "$WORK/catalogo.jsonl" "$WORK/catalogo.csv" <<'PY'
-import csv, json, sys
-with open(sys.argv[1]) as source, open(sys.argv[2], "w", newline="") as target:
-    out = csv.writer(target)
-    out.writerow(["titulo", "cargaHoraria"])
-    next(source)
-    for line in source:
-        course = json.loads(line)
-        if not course["arquivado"]:
-            out.writerow([course["titulo"], course["cargaHoraria"]])
-PY
+        python3 "$ROOT/bench/csv_of_export.py" "$WORK/catalogo.jsonl" "$WORK/catalogo.csv"
     fi
     rm -f "$WORK"/import-csv.db*
     measure import_csv env DATABASE_PATH="$WORK/import-csv.db" "$BACKEND" import "$WORK/catalogo.csv"

@@ -113,6 +113,17 @@ async fn migrate_round_trips_sqlite_to_postgresql_and_back_field_by_field() {
     let report = String::from_utf8_lossy(&to_postgres.stdout).into_owned();
     assert!(report.contains("5 courses") && report.contains("sha256 "), "{report}");
     assert!(!stderr_of(&to_postgres).contains(&schema.url()), "the URL is never shown");
+    // The copy drops the target's secondary indexes and builds them again from their definitions
+    // (ADR 0053): the migrated schema has exactly the indexes of a schema the apps created.
+    let fresh = PostgresSchema::create().expect("PostgreSQL answered a moment ago");
+    let created = run_to_end(backend_command(&["check"]).env("DATABASE_URL", fresh.url()).env("PORT", "0"));
+    let expected = fresh.indexes();
+    assert!(
+        expected.iter().any(|(name, _)| name == "courses_active_title_key"),
+        "check created the schema: {expected:?} {}",
+        stderr_of(&created)
+    );
+    assert_eq!(schema.indexes(), expected, "the migrated schema's indexes are a new schema's");
 
     let (_other_folder, last) = fresh_database();
     let back = run_to_end(

@@ -477,6 +477,27 @@ impl PostgresSchema {
     }
 }
 
+impl PostgresSchema {
+    /// Every index of this schema: its name and definition (the schema's name taken out), sorted.
+    pub(crate) fn indexes(&self) -> Vec<(String, String)> {
+        use diesel::{Connection, RunQueryDsl};
+        #[derive(diesel::QueryableByName)]
+        struct Index {
+            #[diesel(sql_type = diesel::sql_types::Text)]
+            indexname: String,
+            #[diesel(sql_type = diesel::sql_types::Text)]
+            indexdef: String,
+        }
+        let mut connection = diesel::PgConnection::establish(&self.base_url).expect("PostgreSQL answers");
+        let indexes: Vec<Index> =
+            diesel::sql_query("SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = $1 ORDER BY indexname")
+                .bind::<diesel::sql_types::Text, _>(&self.name)
+                .load(&mut connection)
+                .expect("read the schema's indexes");
+        indexes.into_iter().map(|index| (index.indexname, index.indexdef.replace(&self.name, "<schema>"))).collect()
+    }
+}
+
 impl Drop for PostgresSchema {
     fn drop(&mut self) {
         courses_domain::testing::drop_schema(&self.base_url, &self.name);

@@ -24,6 +24,11 @@ use super::settings::{Database, Settings};
 pub const EXIT_SOME_REFUSED: i32 = 2;
 /// How many bad rows are printed one by one; beyond it they are only counted.
 const MAX_REPORTED_ROWS: u64 = 1000;
+/// Rows per transaction by default (ADR 0053): each commit has a fixed cost (the write lock, the
+/// WAL's sync and checkpoint, a new full-text segment merged later), and 10,000 rows hold the
+/// server's writers back for a fraction of a second. At 2,000 those costs were a large part of
+/// an import.
+const BATCH_ROWS: u32 = 10_000;
 /// The longest line an import reads, in bytes (issue 24: one 100 MB line took 712 MB). A course's
 /// line of an export is under 1 KiB; with `--history`, about 400 bytes more per entry. A longer
 /// line is refused by its number and never held in memory.
@@ -65,7 +70,7 @@ pub struct ImportArgs {
     #[arg(long, env = "USER", hide_env_values = true)]
     pub author: Option<String>,
     /// Rows per transaction.
-    #[arg(long, default_value_t = 2000, hide = true, value_parser = clap::value_parser!(u32).range(1..=50_000))]
+    #[arg(long, default_value_t = BATCH_ROWS, hide = true, value_parser = clap::value_parser!(u32).range(1..=50_000))]
     pub batch_size: u32,
 }
 
@@ -314,7 +319,7 @@ impl Run<'_> {
         }
         let mut seen =
             pass.in_file_duplicates(ImportPass::checks_first(self.arguments.partial, self.arguments.dry_run));
-        let batch_size = usize::try_from(self.arguments.batch_size).unwrap_or(2000);
+        let batch_size = usize::try_from(self.arguments.batch_size).unwrap_or(usize::MAX);
         let (mut lines, mut courses): (Vec<u64>, Vec<Course>) = (Vec::new(), Vec::with_capacity(batch_size));
         loop {
             let next = rows.next_row(self.now)?;

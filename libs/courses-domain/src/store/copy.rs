@@ -298,7 +298,11 @@ impl Owned {
         match self {
             // IMMEDIATE: the write lock from the start, so no other writer slips in between the
             // emptiness check and the copy.
+            // A page cache of 64 MiB (this connection only; SQLite's default is 2 MiB): the copy's
+            // statements touch pages all over the indexes (random ids, title keys), and a small
+            // cache spills them to the WAL and reads them back many times in one transaction.
             Self::Sqlite(connection) => {
+                connection.batch_execute("PRAGMA cache_size = -65536;").map_err(step("sizing the page cache"))?;
                 connection.immediate_transaction(|connection| body(&mut SqlConnection::Sqlite(connection)))
             }
             Self::Postgres(connection) => connection.transaction(|connection| {
@@ -315,7 +319,11 @@ impl Owned {
                          ALTER TABLE courses DISABLE TRIGGER courses_count_insert;",
                     )
                     .map_err(step("opening the identity columns"))?;
+                let indexes = drop_secondary_indexes(connection)?;
                 let result = body(&mut SqlConnection::Postgres(connection))?;
+                for definition in &indexes {
+                    connection.batch_execute(definition).map_err(step("building the target's indexes"))?;
+                }
                 connection
                     .batch_execute(
                         "ALTER TABLE courses ALTER COLUMN position SET GENERATED ALWAYS;
@@ -329,9 +337,48 @@ impl Owned {
     }
 }
 
+/// One index of the target's schema that no constraint owns, to drop before a PostgreSQL copy.
+#[derive(QueryableByName)]
+struct SecondaryIndex {
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    name: String,
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    definition: String,
+}
+
+/// Drops every index of the target's tables (in its current schema) that no primary key, unique
+/// or exclusion constraint owns, and returns their definitions (`pg_indexes.indexdef`) to run once
+/// the rows are in: PostgreSQL builds an index over a full table by sorting, far faster than
+/// keeping it row by row (above all the GIN trigram index, whose pending list is merged again and
+/// again during a copy). Read from the catalog, not named here, so whatever indexes the schema
+/// has (a later migration's too) are rebuilt as they were (ADR 0053). Inside the copy's
+/// transaction: a failure or a rollback leaves them as they were, and a unique index that the
+/// copied rows would break fails the migration. Constraint indexes stay (foreign keys need them).
+fn drop_secondary_indexes(connection: &mut PgConnection) -> Result<Vec<String>, MigrateError> {
+    let indexes: Vec<SecondaryIndex> = diesel::sql_query(
+        "SELECT i.indexname AS name, i.indexdef AS definition FROM pg_indexes i
+         WHERE i.schemaname = current_schema()
+           AND i.tablename IN ('courses', 'course_creations', 'course_history', 'course_history_evidence')
+           AND NOT EXISTS (SELECT 1 FROM pg_constraint c
+                           WHERE c.conindid = (quote_ident(i.schemaname) || '.' || quote_ident(i.indexname))::regclass)
+         ORDER BY i.tablename, i.indexname",
+    )
+    .load(connection)
+    .map_err(step("reading the target's indexes"))?;
+    for index in &indexes {
+        diesel::sql_query(format!("DROP INDEX \"{}\"", index.name.replace('"', "\"\"")))
+            .execute(connection)
+            .map_err(step("dropping the target's indexes for the copy"))?;
+    }
+    // Index builds after the copy sort in memory up to this (this transaction only).
+    connection.batch_execute("SET LOCAL maintenance_work_mem = '256MB';").map_err(step("sizing the index builds"))?;
+    Ok(indexes.into_iter().map(|index| index.definition).collect())
+}
+
 /// A course row as stored, position included.
 #[derive(Debug, Clone, Queryable, Selectable, Insertable)]
 #[diesel(table_name = courses, check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
+#[diesel(treat_none_as_default_value = false)]
 struct StoredCourse {
     position: i64,
     catalog: String,
@@ -348,6 +395,7 @@ struct StoredCourse {
 /// An idempotent creation as stored.
 #[derive(Debug, Clone, Queryable, Selectable, Insertable)]
 #[diesel(table_name = course_creations, check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
+#[diesel(treat_none_as_default_value = false)]
 struct StoredCreation {
     catalog: String,
     idempotency_key: String,
@@ -359,6 +407,7 @@ struct StoredCreation {
 /// A history entry as stored, sequence number included.
 #[derive(Debug, Clone, Queryable, Selectable, Insertable)]
 #[diesel(table_name = course_history, check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
+#[diesel(treat_none_as_default_value = false)]
 struct StoredHistory {
     seq: i64,
     catalog: String,
@@ -381,6 +430,7 @@ struct StoredHistory {
 /// A history entry's evidence as stored.
 #[derive(Debug, Clone, Queryable, Selectable, Insertable)]
 #[diesel(table_name = course_history_evidence, check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
+#[diesel(treat_none_as_default_value = false)]
 struct StoredEvidence {
     seq: i64,
     protocol_revision: Option<String>,
@@ -397,6 +447,7 @@ struct StoredEvidence {
 /// A catalog's active counter as stored.
 #[derive(Debug, Clone, Queryable, Selectable, Insertable)]
 #[diesel(table_name = catalog_counters, check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
+#[diesel(treat_none_as_default_value = false)]
 struct StoredCounter {
     catalog: String,
     active_courses: i64,
@@ -666,7 +717,8 @@ fn make_room(target: &mut SqlConnection<'_>, non_empty: NonEmptyTarget) -> Resul
     .map_err(step("emptying the target"))
 }
 
-/// Writes `batch` (then clears it) with one multi-row `INSERT`.
+/// Writes `batch` (then clears it): PostgreSQL with one binary `COPY ... FROM STDIN`; SQLite with
+/// one multi-row `INSERT` into the table's staging copy ([`stage`]).
 macro_rules! flush {
     ($target:expr, $table:expr, $batch:expr, $progress:expr) => {{
         if !$batch.is_empty() {
@@ -674,13 +726,48 @@ macro_rules! flush {
                 return Err(MigrateError::Interrupted);
             }
             let rows = $batch.len() as u64;
-            execute!($target, "writing to the target", |concrete| diesel::insert_into($table)
-                .values(&$batch)
-                .execute(concrete))?;
+            match $target {
+                SqlConnection::Sqlite(inner) => diesel::insert_into($table).values(&$batch).execute(&mut **inner),
+                SqlConnection::Postgres(inner) => {
+                    diesel::copy_from($table).from_insertable(&$batch).execute(&mut **inner)
+                }
+            }
+            .map_err(step("writing to the target"))?;
             $batch.clear();
             $progress.advance(rows);
         }
     }};
+}
+
+/// On a SQLite target, makes `table` of the statements that follow an empty TEMP table of the
+/// same columns, without index or trigger: an unqualified name finds the TEMP schema first, so
+/// the copy's inserts append there, cheaply. [`unstage`] then moves every row into the real table
+/// with ONE `INSERT ... SELECT` in staging order (the key order it was read in), so each index,
+/// trigger and full-text index is maintained by a single statement: SQLite saves a page already
+/// changed in the transaction into the statement journal once per statement that changes it
+/// again, and thousands of batch `INSERT`s did so for the hot index pages again and again (ADR
+/// 0053). Whatever indexes and triggers the schema has are kept and maintained. PostgreSQL
+/// writes to the table directly (`COPY`).
+fn stage(target: &mut SqlConnection<'_>, table: &'static str) -> Result<(), MigrateError> {
+    if let SqlConnection::Sqlite(connection) = target {
+        connection
+            .batch_execute(&format!("CREATE TEMP TABLE \"{table}\" AS SELECT * FROM main.\"{table}\" WHERE 0;"))
+            .map_err(step("staging the target's rows"))?;
+    }
+    Ok(())
+}
+
+/// Moves what [`stage`] collected into the real table (SQLite), and drops the staging table.
+fn unstage(target: &mut SqlConnection<'_>, table: &'static str) -> Result<(), MigrateError> {
+    if let SqlConnection::Sqlite(connection) = target {
+        connection
+            .batch_execute(&format!(
+                "INSERT INTO main.\"{table}\" SELECT * FROM temp.\"{table}\" ORDER BY rowid;
+                 DROP TABLE temp.\"{table}\";"
+            ))
+            .map_err(step("writing to the target"))?;
+    }
+    Ok(())
 }
 
 /// Copies every table, source to target, in key order; returns the source's sums.
@@ -694,6 +781,7 @@ fn copy_everything(
     let mut sums = Sums::new();
 
     // Parents before children: creations and history reference courses; evidence references history.
+    stage(target, "courses")?;
     let mut batch: Vec<StoredCourse> = Vec::with_capacity(BATCH_ROWS);
     for_each_row!(
         source,
@@ -710,6 +798,8 @@ fn copy_everything(
     );
     flush!(target, courses::table, batch, progress);
 
+    unstage(target, "courses")?;
+    stage(target, "course_creations")?;
     let mut batch: Vec<StoredCreation> = Vec::with_capacity(BATCH_ROWS);
     for_each_row!(
         source,
@@ -726,6 +816,8 @@ fn copy_everything(
     );
     flush!(target, course_creations::table, batch, progress);
 
+    unstage(target, "course_creations")?;
+    stage(target, "course_history")?;
     let mut batch: Vec<StoredHistory> = Vec::with_capacity(BATCH_ROWS);
     for_each_row!(
         source,
@@ -742,6 +834,8 @@ fn copy_everything(
     );
     flush!(target, course_history::table, batch, progress);
 
+    unstage(target, "course_history")?;
+    stage(target, "course_history_evidence")?;
     let mut batch: Vec<StoredEvidence> = Vec::with_capacity(BATCH_ROWS);
     for_each_row!(
         source,
@@ -758,6 +852,7 @@ fn copy_everything(
     );
     flush!(target, course_history_evidence::table, batch, progress);
 
+    unstage(target, "course_history_evidence")?;
     // The counting triggers made the target's counters from the courses copied (SQLite; the
     // PostgreSQL copy runs without them, see `write_transaction`); the source's own rows are
     // copied over them (a catalog whose courses are all archived keeps its zero row), and
