@@ -313,15 +313,21 @@ mod tests {
         drop((held, served));
     }
 
-    #[test]
-    fn once_the_pool_opens_connections_again_reads_come_from_it() {
-        let folder = tempfile::tempdir().expect("temp dir");
-        let path = folder.path().join("cursos.db");
-        let pool = read_pool(&path);
-        let unopenable = Unopenable::make(&path);
+    /// A pool whose last open failed (its idle connection `held`, the next open refused), the
+    /// cause then gone: until its next retry, it has no idle connection and believes it cannot open one.
+    fn failed_then_openable(path: &Path) -> (Arc<ReadPool<SqliteConnection>>, Checkout<SqliteConnection>) {
+        let pool = read_pool(path);
+        let unopenable = Unopenable::make(path);
         let held = pool.get().expect("the idle connection");
         poll_until("a failed open of the pool", || pool.opens.failing());
         unopenable.give_back();
+        (pool, held)
+    }
+
+    #[test]
+    fn once_the_pool_opens_connections_again_reads_come_from_it() {
+        let folder = tempfile::tempdir().expect("temp dir");
+        let (pool, held) = failed_then_openable(&folder.path().join("cursos.db"));
 
         poll_until("the pool's retry succeeding", || !pool.opens.failing() && pool.pool().state().connections == 2);
         let served = get_answered(&pool).expect("a connection");
@@ -332,12 +338,7 @@ mod tests {
     #[test]
     fn no_more_reads_have_connections_of_their_own_at_once_than_the_pool_has_places() {
         let folder = tempfile::tempdir().expect("temp dir");
-        let path = folder.path().join("cursos.db");
-        let pool = read_pool(&path);
-        let unopenable = Unopenable::make(&path);
-        let held = pool.get().expect("the idle connection");
-        poll_until("a failed open of the pool", || pool.opens.failing());
-        unopenable.give_back();
+        let (pool, held) = failed_then_openable(&folder.path().join("cursos.db"));
 
         // While the pool waits for its next retry, reads open their own, up to the pool's size.
         let own: Vec<_> = (0..pool.pool().max_size()).map(|_| get_answered(&pool).expect("a connection")).collect();
