@@ -120,3 +120,58 @@ async fn closing_stdin_ends_open_listen_streams_with_their_final_result() {
     let status = tokio::time::timeout(crate::support::PATIENCE, child.wait()).await.expect("exited").expect("status");
     assert!(status.success());
 }
+
+/// The real stdio binary on 2026-07-28: every result names the server in its `_meta`, and a
+/// request asking for debug log messages (`_meta` `logLevel`) gets none: the server declares no
+/// `logging` (SEP-2577 deprecated it) and writes nothing on stdout but the answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_2026_07_28_results_name_the_server_and_no_log_message_is_sent_at_any_level() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+    let (_folder, database) = fresh_database();
+    let mut child = spawn_raw_stdio(&database, &[], std::process::Stdio::null());
+    let meta = r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"e2e","version":"1"},"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/logLevel":"debug"}"#;
+    let requests = [
+        format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"_meta":{meta},"name":"criar_curso","arguments":{{"titulo":"Curso com log","cargaHoraria":8}}}}}}"#
+        ),
+        format!(
+            r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"_meta":{meta},"name":"criar_curso","arguments":{{"titulo":"","cargaHoraria":8}}}}}}"#
+        ),
+        format!(r#"{{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{{"_meta":{meta}}}}}"#),
+        format!(
+            r#"{{"jsonrpc":"2.0","id":4,"method":"resources/read","params":{{"_meta":{meta},"uri":"cursos://catalogo"}}}}"#
+        ),
+    ];
+    let mut stdin = child.stdin.take().expect("stdin");
+    for request in &requests {
+        stdin.write_all(format!("{request}\n").as_bytes()).await.expect("write");
+    }
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let mut answered = Vec::new();
+    while answered.len() < requests.len() {
+        let line = tokio::time::timeout(crate::support::PATIENCE, stdout.next_line())
+            .await
+            .expect("in time")
+            .expect("read")
+            .expect("an answer for every request before stdout ends");
+        let message: serde_json::Value = serde_json::from_str(&line).expect("JSON-RPC");
+        assert_ne!(message["method"], "notifications/message", "no log message at any level: {message}");
+        answered.push(message);
+    }
+    drop(stdin);
+    while let Some(line) =
+        tokio::time::timeout(crate::support::PATIENCE, stdout.next_line()).await.expect("in time").expect("read")
+    {
+        assert!(!line.contains("notifications/message"), "no log message at any level: {line}");
+    }
+    for message in &answered {
+        let named = &message["result"]["_meta"]["io.modelcontextprotocol/serverInfo"];
+        assert_eq!(named["name"], "mcp-cursos", "{message}");
+        assert_eq!(named["version"], env!("CARGO_PKG_VERSION"), "{message}");
+    }
+    let refused = answered.iter().find(|message| message["id"] == 2).expect("the refused call's answer");
+    assert_eq!(refused["result"]["isError"], true, "{refused}");
+    let status = tokio::time::timeout(crate::support::PATIENCE, child.wait()).await.expect("exited").expect("status");
+    assert!(status.success());
+}

@@ -407,6 +407,7 @@ impl ServerHandler for CursosServer {
     ) -> Result<rmcp::model::CallToolResponse, McpError> {
         // Boxed: see the module docs.
         Box::pin(async move {
+            let modern = is_modern(&context);
             let caller = self.caller_of(&context);
             let Some(tool) = self.routers.tools.get(&request.name) else {
                 return Err(outcomes::unknown_tool(&request.name, self.state.options.resource_tools));
@@ -423,7 +424,7 @@ impl ServerHandler for CursosServer {
                 return Err(refusals::tool_disabled(&request.name, policy.is_read_only()));
             }
             let tool_context = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
-            self.routers.tools.call(tool_context).await
+            self.routers.tools.call(tool_context).await.map(|response| surface::answered(response, modern))
         })
         .await
     }
@@ -437,7 +438,7 @@ impl ServerHandler for CursosServer {
         let mut result = ListToolsResult::with_all_items(offered);
         // The listing depends on the caller's key: never shared between callers.
         cache_hint!(result, &context, surface::STATIC_LIST_TTL_MS, Private);
-        Ok(result)
+        Ok(surface::answered(result, is_modern(&context)))
     }
 
     fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
@@ -459,7 +460,7 @@ impl ServerHandler for CursosServer {
             // The catalog changes whenever a tool runs: always revalidate (subscribe to hear of changes).
             // Private: the answer is the caller's catalog's (ADR 0035), never to be shared.
             cache_hint!(result, &context, 0, Private);
-            Ok(result)
+            Ok(surface::answered(result, is_modern(&context)))
         })
         .await
     }
@@ -471,7 +472,7 @@ impl ServerHandler for CursosServer {
     ) -> Result<ListResourceTemplatesResult, McpError> {
         let mut result = ListResourceTemplatesResult::with_all_items(surface::resource_templates());
         cache_hint!(result, &context, surface::STATIC_LIST_TTL_MS, Public);
-        Ok(result)
+        Ok(surface::answered(result, is_modern(&context)))
     }
 
     async fn get_prompt(
@@ -484,9 +485,10 @@ impl ServerHandler for CursosServer {
             if !self.state.policy().allows_prompt(self.caller_of(&context).catalog().as_str(), &request.name) {
                 return Err(refusals::prompt_disabled(&request.name));
             }
+            let modern = is_modern(&context);
             let prompt_context =
                 rmcp::handler::server::prompt::PromptContext::new(self, request.name, request.arguments, context);
-            self.routers.prompts.get_prompt(prompt_context).await
+            self.routers.prompts.get_prompt(prompt_context).await.map(|response| surface::answered(response, modern))
         })
         .await
     }
@@ -499,7 +501,7 @@ impl ServerHandler for CursosServer {
         let mut result = ListPromptsResult::with_all_items(self.offered_prompts(&self.caller_of(&context)));
         // The listing depends on the policy of the caller's catalog.
         cache_hint!(result, &context, surface::STATIC_LIST_TTL_MS, Private);
-        Ok(result)
+        Ok(surface::answered(result, is_modern(&context)))
     }
 
     async fn read_resource(
@@ -516,13 +518,13 @@ impl ServerHandler for CursosServer {
             let mut result = ReadResourceResult::new(vec![app::app_contents()]);
             // The view changes only with the server's version; the catalog it shows is read live.
             cache_hint!(result, &context, surface::STATIC_LIST_TTL_MS, Public);
-            return Ok(result.into());
+            return Ok(surface::answered(result, is_modern(&context)).into());
         }
         let json = reads::resource_json(&self.catalog_of(&context), &self.state.course_texts, &uri).await?;
         let mut result = ReadResourceResult::new(vec![ResourceContents::text(json, uri).with_mime_type(surface::JSON)]);
         // Private: the same URI reads differently, or not at all, in another catalog (ADR 0035).
         cache_hint!(result, &context, 0, Private);
-        Ok(result.into())
+        Ok(surface::answered(result, is_modern(&context)).into())
     }
 
     async fn complete(
@@ -536,7 +538,7 @@ impl ServerHandler for CursosServer {
             let argument = (request.argument.name.as_str(), request.argument.value.as_str());
             let catalog = self.catalog_of(&context);
             let completion = reads::completion(&catalog, &policy, &request.r#ref, argument).await?;
-            Ok(CompleteResult::new(completion))
+            Ok(surface::answered(CompleteResult::new(completion), is_modern(&context)))
         })
         .await
     }

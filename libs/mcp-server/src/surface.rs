@@ -65,6 +65,74 @@ pub(crate) fn server_config() -> ServerConfig {
     INFO.clone()
 }
 
+/// The `_meta` key in which a 2026-07-28 result names the server that answered it.
+pub(crate) const SERVER_INFO_META: &str = "io.modelcontextprotocol/serverInfo";
+
+/// A result whose `_meta` can name the server.
+pub(crate) trait Answer {
+    /// Puts `server_info` in the result's `_meta`.
+    fn name_server(&mut self, server_info: &serde_json::Value);
+}
+
+fn name_server_in(meta: &mut Option<rmcp::model::MetaObject>, server_info: &serde_json::Value) {
+    meta.get_or_insert_default().0.insert(SERVER_INFO_META.to_owned(), server_info.clone());
+}
+
+macro_rules! answer_with_meta {
+    ($($result:ty),+ $(,)?) => {
+        $(impl Answer for $result {
+            fn name_server(&mut self, server_info: &serde_json::Value) {
+                name_server_in(&mut self.meta, server_info);
+            }
+        })+
+    };
+}
+
+answer_with_meta!(
+    rmcp::model::ListToolsResult,
+    rmcp::model::ListPromptsResult,
+    rmcp::model::ListResourcesResult,
+    rmcp::model::ListResourceTemplatesResult,
+    rmcp::model::ReadResourceResult,
+    rmcp::model::CompleteResult,
+);
+
+/// A response of several kinds (complete, input required, a task): its result, whichever it is.
+/// A kind a later rmcp adds is left as it is.
+macro_rules! answer_of_each_kind {
+    ($response:ty { $($kind:ident),+ }) => {
+        impl Answer for $response {
+            fn name_server(&mut self, server_info: &serde_json::Value) {
+                match self {
+                    $(Self::$kind(result) => name_server_in(&mut result.meta, server_info),)+
+                    #[allow(unreachable_patterns, reason = "the enum is non-exhaustive")]
+                    _ => {}
+                }
+            }
+        }
+    };
+}
+
+answer_of_each_kind!(rmcp::model::CallToolResponse { Complete, InputRequired, Task });
+answer_of_each_kind!(rmcp::model::ReadResourceResponse { Complete, InputRequired });
+answer_of_each_kind!(rmcp::model::GetPromptResponse { Complete, InputRequired });
+
+/// `result`, naming the server in its `_meta` when it answers a 2026-07-28 request (a SHOULD of
+/// that revision; earlier ones had the name in `initialize` only). Only the name, the version and
+/// the title: `server/discover` has the rest, and every result pays for these bytes.
+pub(crate) fn answered<R: Answer>(mut result: R, modern: bool) -> R {
+    static SERVER_INFO: std::sync::LazyLock<serde_json::Value> = std::sync::LazyLock::new(|| {
+        let full = server_config().server_info;
+        let mut named = Implementation::new(full.name, full.version);
+        named.title = full.title;
+        serde_json::to_value(named).unwrap_or_default()
+    });
+    if modern {
+        result.name_server(&SERVER_INFO);
+    }
+    result
+}
+
 /// The `_meta` that carries the prompt's [content version](prompts::content_version).
 pub(crate) fn content_version_meta() -> rmcp::model::MetaObject {
     let mut meta = rmcp::model::MetaObject::new();

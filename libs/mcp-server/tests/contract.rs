@@ -237,6 +237,55 @@ async fn the_server_introduces_itself_with_its_own_name_version_and_instructions
     }
 }
 
+/// Every result of a 2026-07-28 request names the server in its `_meta` (a SHOULD of that
+/// revision: there is no `initialize` to have said it); a 2025-era result, whose session began
+/// with `initialize`, does not repeat it.
+#[tokio::test]
+async fn every_2026_07_28_result_names_the_server_in_its_meta() {
+    for era in ERAS {
+        let harness = connect(era).await;
+        let course = harness.create("Curso que nomeia o servidor", 10).await;
+        let client = &harness.client;
+        let mut results: Vec<(&str, Value)> = Vec::new();
+        let mut keep = |what, result: Value| results.push((what, result));
+        keep("tools/list", serde_json::to_value(client.list_tools(None).await.expect("tools/list")).expect("json"));
+        keep(
+            "prompts/list",
+            serde_json::to_value(client.list_prompts(None).await.expect("prompts/list")).expect("json"),
+        );
+        keep(
+            "resources/list",
+            serde_json::to_value(client.list_resources(None).await.expect("resources/list")).expect("json"),
+        );
+        keep(
+            "resources/templates/list",
+            serde_json::to_value(client.list_resource_templates(None).await.expect("templates")).expect("json"),
+        );
+        let read = client.read_resource(ReadResourceRequestParams::new(course_uri(&course))).await.expect("read");
+        keep("resources/read", serde_json::to_value(read).expect("json"));
+        let call = harness.call("atualizar_curso", json!({"id": course["id"], "cargaHoraria": 12})).await;
+        keep("tools/call", serde_json::to_value(call).expect("json"));
+        let refused = harness.call("criar_curso", json!({"titulo": "", "cargaHoraria": 10})).await;
+        assert_eq!(refused.is_error, Some(true));
+        keep("tools/call refused", serde_json::to_value(refused).expect("json"));
+        keep("prompts/get", harness.prompt(json!({"titulo": "Rust", "cargaHoraria": "20"})).await);
+        let completion = client.complete(id_completion("")).await.expect("completion/complete");
+        keep("completion/complete", serde_json::to_value(completion).expect("json"));
+
+        for (what, result) in results {
+            let named = &result["_meta"]["io.modelcontextprotocol/serverInfo"];
+            match era {
+                Era::Discover => {
+                    assert_eq!(named["name"], "mcp-cursos", "{what}: {result}");
+                    assert_eq!(named["version"], env!("CARGO_PKG_VERSION"), "{what}");
+                    assert_eq!(named["title"], "Catálogo de cursos", "{what}");
+                }
+                Era::Initialize => assert!(named.is_null(), "{what} on the 2025 era: {result}"),
+            }
+        }
+    }
+}
+
 #[tokio::test]
 async fn the_three_tools_are_listed_with_schemas_and_truthful_annotations() {
     for era in ERAS {
