@@ -247,12 +247,13 @@ async def http_requests(url: str, key: str, title: str) -> dict:
     return out
 
 
-async def stdio_requests(binary: str, work: str) -> None:
+async def stdio_requests(binary: str, work: str, mode: str) -> None:
+    """One stdio connection: 2026-07-28 (`auto`) or a 2025-era session (`legacy`, with `initialize`)."""
     env = {"DATABASE_PATH": os.path.join(work, "stdio.db"), "RUST_LOG": "warn",
            "OTEL_EXPORTER_OTLP_ENDPOINT": os.environ["OTEL_TEST_ENDPOINT"], "OTEL_SERVICE_NAME": SERVICE,
            "OTEL_BSP_SCHEDULE_DELAY": "200", "OTEL_METRIC_EXPORT_INTERVAL": "500"}
     with client_trace():
-        async with Client(StdioServerParameters(command=binary, env=env), mode="auto") as c:
+        async with Client(StdioServerParameters(command=binary, env=env), mode=mode) as c:
             await c.list_tools()
 
 
@@ -365,10 +366,37 @@ def main() -> int:
             assert list(point.explicit_bounds) == BOUNDS, list(point.explicit_bounds)
     print("-- otel: the stdio app exporting to the same receiver")
     with t.step("the stdio app exports its request spans (network.transport pipe), stdout JSON-RPC only"):
-        asyncio.run(stdio_requests(stdio_bin, work))
+        asyncio.run(stdio_requests(stdio_bin, work, "auto"))
         poll(lambda: any(s.name == "tools/list" for s in server_spans(receiver, "pipe")), "a stdio tools/list span")
         span = [s for s in server_spans(receiver, "pipe") if s.name == "tools/list"][0]
         assert span.trace_id.hex() == TRACE_ID and span.parent_span_id.hex() == PARENT_ID, span
+    with t.step("a 2025-era session's notification has its span: notifications/initialized, no request id"):
+        asyncio.run(stdio_requests(stdio_bin, work, "legacy"))
+        poll(lambda: any(s.name == "notifications/initialized" for s in server_spans(receiver, "pipe")),
+             "a notifications/initialized span")
+        span = [s for s in server_spans(receiver, "pipe") if s.name == "notifications/initialized"][0]
+        a = attributes(span.attributes)
+        assert a["mcp.method.name"] == "notifications/initialized", a
+        assert a["mcp.protocol.version"] == "2025-11-25", a
+        assert "jsonrpc.request.id" not in a and "error.type" not in a, a
+        assert any(s.name == "initialize" for s in server_spans(receiver, "pipe")), "the initialize request's span"
+    with t.step("mcp.server.session.duration: each stdio connection's, recorded when it ends"):
+        def session_points() -> list:
+            with receiver.lock:
+                found = [m for _, m in receiver.metrics if m.name == "mcp.server.session.duration"]
+            return [p for m in found for p in m.histogram.data_points]
+
+        def versions() -> set:
+            return {attributes(p.attributes).get("mcp.protocol.version") for p in session_points()}
+        poll(lambda: {"2026-07-28", "2025-11-25"} <= versions(), "a session duration of each stdio connection")
+        for point in session_points():
+            a = attributes(point.attributes)
+            assert a["network.transport"] == "pipe" and "network.protocol.name" not in a, a
+            assert point.count == 1 and point.sum > 0, (a, point.count, point.sum)
+            assert list(point.explicit_bounds) == BOUNDS, list(point.explicit_bounds)
+        with receiver.lock:
+            units = {m.unit for _, m in receiver.metrics if m.name == "mcp.server.session.duration"}
+        assert units == {"s"}, units
     with t.step("nothing secret in any span, resource or metric: no key, no title, no argument"):
         stop(backend)
         strings = every_string(receiver)

@@ -52,6 +52,58 @@ async fn metrics_count_requests_by_method_and_status_with_sessions_and_the_pool(
     assert!(backend.stop().await.success());
 }
 
+/// The OpenTelemetry MCP conventions' histograms on `/metrics` too (issue 27): per tool with its
+/// outcome, an unknown tool as `_OTHER`, and each 2025-era session's duration once it ends; a
+/// 2026-07-28 client opens no session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_show_the_mcp_conventions_histograms_per_tool_and_each_ended_session() {
+    let (_folder, database) = fresh_database();
+    let backend = start_backend_with(&database, Some("chave-de-histogramas"), &[("METRICS", "true")]).await;
+    let client = backend.client(Era::Initialize).await;
+    for number in 0..2 {
+        let created =
+            try_call(&client, "criar_curso", json!({"titulo": format!("Curso {number}"), "cargaHoraria": 10}))
+                .await
+                .expect("created");
+        assert_eq!(created.is_error, Some(false));
+    }
+    let refused = try_call(&client, "criar_curso", json!({"titulo": "", "cargaHoraria": 10})).await.expect("answered");
+    assert_eq!(refused.is_error, Some(true));
+    try_call(&client, "nome-escolhido-pelo-cliente", json!({})).await.expect_err("no such tool");
+    client.cancel().await.expect("close: the session ends");
+    let modern = backend.client(Era::Discover).await;
+    try_call(&modern, "criar_curso", json!({"titulo": "Curso sem sessão", "cargaHoraria": 10})).await.expect("created");
+
+    let at = "mcp_protocol_version=\"2025-11-25\",network_transport=\"tcp\",network_protocol_name=\"http\"";
+    let session_count = format!("mcp_server_session_duration_seconds_count{{{at}}}");
+    let deadline = std::time::Instant::now() + crate::support::PATIENCE;
+    let text = loop {
+        let text =
+            reqwest::get(format!("{}/metrics", backend.base_url)).await.expect("metrics").text().await.expect("text");
+        if sample(&text, &session_count).is_some() {
+            break text;
+        }
+        assert!(std::time::Instant::now() < deadline, "the ended session was never recorded:\n{text}");
+        tokio::task::yield_now().await;
+    };
+    let tool = |name: &str, at: &str, outcome: &str| {
+        format!(
+            "mcp_server_operation_duration_seconds_count{{mcp_method_name=\"tools/call\",gen_ai_tool_name=\"{name}\",gen_ai_operation_name=\"execute_tool\",{at}{outcome}}}"
+        )
+    };
+    assert_eq!(sample(&text, &tool("criar_curso", at, "")), Some(2.0), "{text}");
+    assert_eq!(sample(&text, &tool("criar_curso", at, ",error_type=\"tool_error\"")), Some(1.0), "{text}");
+    let unknown = ",error_type=\"-32602\",rpc_response_status_code=\"-32602\"";
+    assert_eq!(sample(&text, &tool("_OTHER", at, unknown)), Some(1.0), "{text}");
+    let modern_at = "mcp_protocol_version=\"2026-07-28\",network_transport=\"tcp\",network_protocol_name=\"http\"";
+    assert_eq!(sample(&text, &tool("criar_curso", modern_at, "")), Some(1.0), "{text}");
+    assert_eq!(sample(&text, &session_count), Some(1.0), "one session: the 2026-07-28 client opened none\n{text}");
+    assert!(!text.contains("nome-escolhido-pelo-cliente"), "a client's name never becomes a label");
+    assert!(!text.contains("chave-de-histogramas"), "no key in the metrics");
+    modern.cancel().await.expect("close");
+    assert!(backend.stop().await.success());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_are_off_unless_enabled_and_ready_answers_once_the_database_does() {
     let (_folder, database) = fresh_database();

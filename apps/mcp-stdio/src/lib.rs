@@ -27,6 +27,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use mcp_server::telemetry::{SessionTransport, Traced};
 use mcp_server::{CursosServer, ServerState};
 use rmcp::ServiceExt;
 use rmcp::service::ServerInitializeError;
@@ -103,8 +104,9 @@ where
         }
     });
 
-    // A span per request and the duration histogram when telemetry is on (issue 27); else a pass-through.
-    let server = mcp_server::telemetry::Traced::new(server);
+    // A span per request and the MCP histograms when telemetry is on (issue 27), the connection's
+    // duration when it ends; else a pass-through.
+    let server = Traced::new(server).for_session(SessionTransport::Pipe);
     let ended = match server.serve((EndOfInput::new(server_input, state), server_output)).await {
         Ok(running) => running
             .waiting()

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use courses_domain::PoolStatus;
 use mcp_server::HubCounts;
+use mcp_server::telemetry::McpHistograms;
 
 /// The JSON-RPC methods counted by name; anything else is counted as `other`.
 pub const MCP_METHODS: [&str; 20] = [
@@ -134,9 +135,18 @@ pub struct Metrics {
     /// status → responses on every route, refusals before authentication included.
     responses: Mutex<BTreeMap<u16, u64>>,
     in_flight: AtomicU64,
+    /// The OpenTelemetry MCP conventions' histograms (per tool, per prompt, per outcome), recorded
+    /// by the handler ([`mcp_server::telemetry::Traced`]).
+    mcp: std::sync::Arc<McpHistograms>,
 }
 
 impl Metrics {
+    /// The histograms the handler records into, shown after the backend's own metrics.
+    #[must_use]
+    pub fn mcp_histograms(&self) -> std::sync::Arc<McpHistograms> {
+        std::sync::Arc::clone(&self.mcp)
+    }
+
     /// Counts one response of any route (401, 403, 429 included).
     pub fn response(&self, status: u16) {
         *lock(&self.responses).entry(status).or_default() += 1;
@@ -250,7 +260,7 @@ impl Metrics {
         writeln!(out, "# HELP {name} Live-update listeners dropped because their client stopped reading (ADR 0022).")?;
         writeln!(out, "# TYPE {name} counter")?;
         writeln!(out, "{name} {}", listeners.slow_listeners_dropped)?;
-        Ok(())
+        self.mcp.render_into(out)
     }
 }
 

@@ -13,6 +13,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use clap::ValueEnum;
+use mcp_server::telemetry::{SessionTransport, Traced};
 use mcp_server::{Caller, CursosServer, Scope, ServerState};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
@@ -119,9 +120,18 @@ pub fn app(state: ServerState, config: AppConfig, shutdown: CancellationToken) -
         .disable_allowed_hosts()
         .with_cancellation_token(shutdown);
     let factory_state = state.clone();
-    // A span per request and the duration histogram when telemetry is on (issue 27); else a pass-through.
-    let factory = move || Ok(mcp_server::telemetry::Traced::new(CursosServer::new(&factory_state)));
     let metrics = config.metrics.then(|| Arc::new(Metrics::default()));
+    // A span per request and the MCP histograms when telemetry is on or kept for `/metrics`
+    // (issue 27); else a pass-through. In stateful mode a handler that answers `initialize`
+    // serves that session to its end, and records its duration then.
+    let histograms = metrics.as_ref().map(|metrics| metrics.mcp_histograms());
+    let factory = move || {
+        let mut traced = Traced::new(CursosServer::new(&factory_state));
+        if let Some(histograms) = &histograms {
+            traced = traced.with_histograms(Arc::clone(histograms));
+        }
+        Ok(if stateful { traced.for_session(SessionTransport::Http) } else { traced })
+    };
     let oauth = match &config.access {
         Access::OAuth { resource_server, keys } => Some((Arc::clone(resource_server), keys.is_none())),
         Access::Keys(_) | Access::NoAuth => None,

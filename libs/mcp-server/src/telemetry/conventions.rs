@@ -10,6 +10,8 @@ pub const SPAN_TARGET: &str = "mcp_cursos::span";
 
 /// The histogram of the server's operations, in seconds.
 pub(crate) const OPERATION_DURATION: &str = "mcp.server.operation.duration";
+/// The histogram of the sessions that ended, in seconds.
+pub(crate) const SESSION_DURATION: &str = "mcp.server.session.duration";
 
 /// The conventions' explicit bucket boundaries (seconds) for the MCP histograms.
 pub(crate) const DURATION_BOUNDARIES: [f64; 14] =

@@ -7,18 +7,22 @@
 //!   constants of `opentelemetry-semantic-conventions`).
 //! - `pipeline.rs`: [`install`] reads the standard `OTEL_*` variables and builds the exporters, the
 //!   bounded batch processor, the periodic metric reader and the `tracing` layer both apps add.
-//! - `traced.rs`: [`Traced`], the wrapper around a handler that makes each request's span (its parent
-//!   from `_meta.traceparent`/`tracestate`, the HTTP `traceparent` linked or, failing `_meta`, the
-//!   parent) and records its duration.
+//! - `traced.rs`: [`Traced`], the wrapper around a handler that makes each request's and
+//!   notification's span (its parent from `_meta.traceparent`/`tracestate`, the HTTP `traceparent`
+//!   linked or, failing `_meta`, the parent) and records its duration, and a session's when it ends.
+//! - `kept.rs`: [`McpHistograms`], the same two histograms kept in memory for the backend's
+//!   Prometheus endpoint.
 //!
 //! **Invariant:** telemetry knows the server only through rmcp's `ServerHandler`: it imports
 //! nothing of this crate but itself, and never records a key, a token, a title, an argument or an
 //! error message (only method, tool or prompt names, URIs, codes).
 
 mod conventions;
+mod kept;
 mod pipeline;
 mod traced;
 
 pub use conventions::SPAN_TARGET;
+pub use kept::McpHistograms;
 pub use pipeline::{SHUTDOWN, Telemetry, TelemetryLayer, install, started};
-pub use traced::Traced;
+pub use traced::{SessionTransport, Traced};

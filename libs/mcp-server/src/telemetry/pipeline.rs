@@ -12,7 +12,7 @@ use opentelemetry_sdk::trace::{BatchConfigBuilder, BatchSpanProcessor, SdkTracer
 use tracing_subscriber::Layer as _;
 use tracing_subscriber::filter::Targets;
 
-use super::conventions::{DURATION_BOUNDARIES, OPERATION_DURATION, SPAN_TARGET};
+use super::conventions::{DURATION_BOUNDARIES, OPERATION_DURATION, SESSION_DURATION, SPAN_TARGET};
 
 /// The `tracing` layer that turns the spans of [`SPAN_TARGET`] into OpenTelemetry spans; put it
 /// first on the registry (`registry().with(layer)`), the log layer after it.
@@ -32,6 +32,14 @@ static DURATION: OnceLock<Histogram<f64>> = OnceLock::new();
 /// The duration histogram when telemetry is on.
 pub(crate) fn duration_histogram() -> Option<&'static Histogram<f64>> {
     DURATION.get()
+}
+
+/// `mcp.server.session.duration`, set with [`DURATION`].
+static SESSION: OnceLock<Histogram<f64>> = OnceLock::new();
+
+/// The session histogram when telemetry is on.
+pub(crate) fn session_histogram() -> Option<&'static Histogram<f64>> {
+    SESSION.get()
 }
 
 /// The installed pipeline: keep it until the end and call [`Telemetry::shutdown`], which exports
@@ -130,15 +138,24 @@ fn build(service_name: &'static str) -> Result<Option<(Telemetry, TelemetryLayer
         .with_reader(PeriodicReader::builder(metrics).build())
         .with_resource(resource)
         .build();
-    let histogram = meter_provider
-        .meter("mcp-cursos")
-        .f64_histogram(OPERATION_DURATION)
-        .with_unit("s")
-        .with_description("Duration of an MCP request, from its receipt until its result or error is ready.")
-        .with_boundaries(DURATION_BOUNDARIES.to_vec())
-        .build();
-    // A second install (tests in one process) keeps the first histogram: same name, same provider kind.
-    let _ = DURATION.set(histogram);
+    let meter = meter_provider.meter("mcp-cursos");
+    let histogram = |name, description| {
+        meter
+            .f64_histogram(name)
+            .with_unit("s")
+            .with_description(description)
+            .with_boundaries(DURATION_BOUNDARIES.to_vec())
+            .build()
+    };
+    // A second install (tests in one process) keeps the first histograms: same names, same provider kind.
+    let _ = SESSION.set(histogram(
+        SESSION_DURATION,
+        "Duration of an MCP session (a 2025-era HTTP session or a stdio connection), recorded when it ends.",
+    ));
+    let _ = DURATION.set(histogram(
+        OPERATION_DURATION,
+        "Duration of an MCP request or notification, from its receipt until its result or error is ready.",
+    ));
     let tracer = tracer_provider.tracer("mcp-cursos");
     let layer = tracing_opentelemetry::layer()
         .with_tracer(tracer)

@@ -5,6 +5,7 @@
 )]
 
 use std::borrow::Cow;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use opentelemetry::KeyValue;
@@ -32,25 +33,120 @@ use super::conventions::{
     CALLER_MISTAKES, ERROR_TYPE, EXECUTE_TOOL, MAX_TARGET_CHARS, METHOD_NAME, NETWORK_PROTOCOL_NAME, NETWORK_TRANSPORT,
     OPERATION_NAME, OTHER, PROMPT_NAME, PROTOCOL_VERSION, RESPONSE_STATUS_CODE, SPAN_TARGET, TOOL_ERROR, TOOL_NAME,
 };
-use super::pipeline::duration_histogram;
+use super::kept::{Attributes, McpHistograms};
+use super::pipeline::{duration_histogram, session_histogram};
 
-/// `handler` with a server span per request and the `mcp.server.operation.duration` histogram,
-/// when telemetry is installed ([`super::install`]); without it, a plain pass-through (one check
-/// of a `OnceLock` per request). Hand `Traced::new(handler)` to rmcp wherever the handler went.
+/// `handler` with a server span per request and notification and the
+/// `mcp.server.operation.duration` histogram, when telemetry is installed ([`super::install`])
+/// or histograms are kept for Prometheus ([`Traced::with_histograms`]); with neither, a plain
+/// pass-through (one check of a `OnceLock` per request). Hand `Traced::new(handler)` to rmcp
+/// wherever the handler went; [`Traced::for_session`] when it serves one session to its end.
 ///
 /// A `ServerHandler` itself (rmcp's Streamable HTTP service takes only a `ServerHandler`), so the
-/// spans cover what reaches a handler method: a request rmcp refuses before (a missing required
-/// `_meta` key, an unknown method) has no span.
+/// spans cover what reaches a handler method: a request rmcp refuses before (a 2026-07-28 request
+/// without its required `_meta` keys) has no span. An unknown method or unreadable parameters do
+/// reach the handler (`on_custom_request`): their span is named `custom`.
 #[derive(Debug, Clone)]
 pub struct Traced<H> {
     inner: H,
+    kept: Option<Arc<McpHistograms>>,
+    session: Option<Arc<SessionClock>>,
+}
+
+/// Over which transport a session runs, for `mcp.server.session.duration`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionTransport {
+    /// A stdio connection: one session from the process's start to the end of its input.
+    Pipe,
+    /// A 2025-era Streamable HTTP session: from `initialize` until it is closed or expires.
+    Http,
 }
 
 impl<H> Traced<H> {
     /// Wraps `inner`.
     pub const fn new(inner: H) -> Self {
-        Self { inner }
+        Self { inner, kept: None, session: None }
     }
+
+    /// Also records the operations (and the session, see [`Traced::for_session`]) in `kept`, for
+    /// a Prometheus endpoint.
+    #[must_use]
+    pub fn with_histograms(mut self, kept: Arc<McpHistograms>) -> Self {
+        if let Some(session) = &mut self.session {
+            *session = Arc::new(SessionClock::new(session.transport, Some(Arc::clone(&kept))));
+        }
+        self.kept = Some(kept);
+        self
+    }
+
+    /// This handler serves one session over `transport`: when its last clone is dropped (rmcp
+    /// drops it when the session ends), `mcp.server.session.duration` is recorded. An HTTP
+    /// handler that never answered an `initialize` (a 2026-07-28 request, or rmcp's own lookups)
+    /// served no session and records none.
+    #[must_use]
+    pub fn for_session(mut self, transport: SessionTransport) -> Self {
+        if duration_histogram().is_some() || self.kept.is_some() {
+            self.session = Some(Arc::new(SessionClock::new(transport, self.kept.clone())));
+        }
+        self
+    }
+}
+
+/// When a session began, and what it is, until it ends (the clock is dropped).
+#[derive(Debug)]
+struct SessionClock {
+    transport: SessionTransport,
+    began: Instant,
+    /// Set by `initialize` (HTTP: only such a handler served a session) or by any request (stdio).
+    protocol_version: Mutex<Option<ProtocolVersion>>,
+    kept: Option<Arc<McpHistograms>>,
+}
+
+impl SessionClock {
+    fn new(transport: SessionTransport, kept: Option<Arc<McpHistograms>>) -> Self {
+        Self { transport, began: Instant::now(), protocol_version: Mutex::new(None), kept }
+    }
+
+    fn saw(&self, version: Option<&ProtocolVersion>, initialize: bool) {
+        if (self.transport == SessionTransport::Pipe || initialize)
+            && let Some(version) = version
+        {
+            *self.protocol_version.lock().unwrap_or_else(PoisonError::into_inner) = Some(version.clone());
+        }
+    }
+}
+
+impl Drop for SessionClock {
+    fn drop(&mut self) {
+        let version = self.protocol_version.get_mut().unwrap_or_else(PoisonError::into_inner).take();
+        if self.transport == SessionTransport::Http && version.is_none() {
+            return;
+        }
+        let http = self.transport == SessionTransport::Http;
+        let mut attributes: Attributes = Vec::with_capacity(3);
+        if let Some(version) = version {
+            attributes.push((PROTOCOL_VERSION, version.as_str().to_owned()));
+        }
+        attributes.push((NETWORK_TRANSPORT, transport_name(http).to_owned()));
+        if http {
+            attributes.push((NETWORK_PROTOCOL_NAME, "http".to_owned()));
+        }
+        let seconds = self.began.elapsed().as_secs_f64();
+        if let Some(histogram) = session_histogram() {
+            histogram.record(seconds, &key_values(&attributes));
+        }
+        if let Some(kept) = &self.kept {
+            kept.record_session(attributes, seconds);
+        }
+    }
+}
+
+const fn transport_name(http: bool) -> &'static str {
+    if http { "tcp" } else { "pipe" }
+}
+
+fn key_values(attributes: &Attributes) -> Vec<KeyValue> {
+    attributes.iter().map(|(key, value)| KeyValue::new(*key, value.clone())).collect()
 }
 
 /// What a request names besides its method.
@@ -81,21 +177,19 @@ fn cut(text: &str) -> String {
 }
 
 impl Operation {
-    fn of(method: &'static str, target: Target<'_>, context: &RequestContext<RoleServer>) -> Self {
+    fn of(
+        method: &'static str,
+        target: Target<'_>,
+        protocol_version: Option<ProtocolVersion>,
+        extensions: &rmcp::model::Extensions,
+    ) -> Self {
         let (tool, prompt, uri) = match target {
             Target::Tool(name) => (Some(cut(name)), None, None),
             Target::Prompt(name) => (None, Some(cut(name)), None),
             Target::Resource(uri) => (None, None, Some(cut(uri))),
             Target::None => (None, None, None),
         };
-        Self {
-            method,
-            tool,
-            prompt,
-            uri,
-            protocol_version: context.protocol_version(),
-            http: context.extensions.get::<http::request::Parts>().is_some(),
-        }
+        Self { method, tool, prompt, uri, protocol_version, http: extensions.get::<http::request::Parts>().is_some() }
     }
 
     /// `{mcp.method.name} {target}`, the target being the tool's or the prompt's name.
@@ -106,7 +200,8 @@ impl Operation {
         }
     }
 
-    fn span(&self, id: &rmcp::model::RequestId) -> tracing::Span {
+    /// The span; `id` is the request's (a notification has none).
+    fn span(&self, id: Option<&rmcp::model::RequestId>) -> tracing::Span {
         let span = tracing::trace_span!(
             target: SPAN_TARGET,
             "mcp.server.request",
@@ -115,17 +210,20 @@ impl Operation {
             otel.status_code = Empty,
             otel.status_description = Empty,
             mcp.method.name = %self.method,
-            jsonrpc.request.id = %id,
+            jsonrpc.request.id = Empty,
             gen_ai.tool.name = Empty,
             gen_ai.operation.name = Empty,
             gen_ai.prompt.name = Empty,
             mcp.resource.uri = Empty,
             mcp.protocol.version = Empty,
-            network.transport = if self.http { "tcp" } else { "pipe" },
+            network.transport = transport_name(self.http),
             network.protocol.name = Empty,
             error.type = Empty,
             rpc.response.status_code = Empty,
         );
+        if let Some(id) = id {
+            span.record("jsonrpc.request.id", id.to_string().as_str());
+        }
         if let Some(tool) = &self.tool {
             span.record("gen_ai.tool.name", tool.as_str());
             span.record("gen_ai.operation.name", EXECUTE_TOOL);
@@ -213,12 +311,15 @@ impl Extractor for HeaderCarrier<'_> {
 
 /// Sets `span`'s parent: the context in `_meta`, else the HTTP `traceparent` header; when both
 /// are there and differ, the header's is linked (MCP and HTTP contexts are independent).
-fn adopt_parent(span: &tracing::Span, context: &RequestContext<RoleServer>) {
+fn adopt_parent(
+    span: &tracing::Span,
+    meta: &serde_json::Map<String, serde_json::Value>,
+    extensions: &rmcp::model::Extensions,
+) {
     let propagator = TraceContextPropagator::new();
     let valid = |cx: opentelemetry::Context| cx.span().span_context().is_valid().then_some(cx);
-    let from_meta = valid(propagator.extract(&MetaCarrier(&context.meta.0.0)));
-    let from_header = context
-        .extensions
+    let from_meta = valid(propagator.extract(&MetaCarrier(meta)));
+    let from_header = extensions
         .get::<http::request::Parts>()
         .and_then(|parts| valid(propagator.extract(&HeaderCarrier(&parts.headers))));
     match (from_meta, from_header) {
@@ -243,22 +344,66 @@ fn adopt_parent(span: &tracing::Span, context: &RequestContext<RoleServer>) {
 const RESOURCE_NOT_FOUND: i32 = -32002;
 const INVALID_PARAMS: i32 = -32602;
 
-/// A request under way: its span and when it began.
+/// A request or notification under way: its span (when telemetry is on) and when it began.
 struct Started {
     operation: Operation,
-    span: tracing::Span,
+    span: Option<tracing::Span>,
     at: Instant,
-    histogram: &'static Histogram<f64>,
+    histogram: Option<&'static Histogram<f64>>,
 }
 
+/// The `_meta` key of a 2026-07-28 message's protocol revision.
+const PROTOCOL_VERSION_META: &str = "io.modelcontextprotocol/protocolVersion";
+
 impl<H: ServerHandler> Traced<H> {
-    /// The span of a request (with its parent), or `None` when telemetry is off.
-    fn start(method: &'static str, target: Target<'_>, context: &RequestContext<RoleServer>) -> Option<Started> {
-        let histogram = duration_histogram()?;
-        let operation = Operation::of(method, target, context);
-        let span = operation.span(&context.id);
-        adopt_parent(&span, context);
-        Some(Started { operation, span, at: Instant::now(), histogram })
+    /// The span of a request (with its parent), or `None` when nothing is recorded.
+    fn start(&self, method: &'static str, target: Target<'_>, context: &RequestContext<RoleServer>) -> Option<Started> {
+        if duration_histogram().is_none() && self.kept.is_none() {
+            return None;
+        }
+        let operation = Operation::of(method, target, context.protocol_version(), &context.extensions);
+        Some(Self::started(operation, Some(&context.id), &context.meta.0.0, &context.extensions))
+    }
+
+    /// The span of a notification, or `None` when nothing is recorded.
+    fn start_notification(&self, method: &'static str, context: &NotificationContext<RoleServer>) -> Option<Started> {
+        if duration_histogram().is_none() && self.kept.is_none() {
+            return None;
+        }
+        let protocol_version = context
+            .meta
+            .0
+            .0
+            .get(PROTOCOL_VERSION_META)
+            .and_then(|version| serde_json::from_value(version.clone()).ok())
+            .or_else(|| context.peer.peer_info().map(|info| info.protocol_version.clone()));
+        let operation = Operation::of(method, Target::None, protocol_version, &context.extensions);
+        Some(Self::started(operation, None, &context.meta.0.0, &context.extensions))
+    }
+
+    fn started(
+        operation: Operation,
+        id: Option<&rmcp::model::RequestId>,
+        meta: &serde_json::Map<String, serde_json::Value>,
+        extensions: &rmcp::model::Extensions,
+    ) -> Started {
+        let histogram = duration_histogram();
+        // Spans only for OpenTelemetry: with only Prometheus on, the histogram is all there is.
+        let span = histogram.map(|_| {
+            let span = operation.span(id);
+            adopt_parent(&span, meta, extensions);
+            span
+        });
+        Started { operation, span, at: Instant::now(), histogram }
+    }
+
+    /// Runs a notification's handling in its span, then records it as an operation.
+    async fn notified(&self, started: Option<Started>, handled: impl Future<Output = ()>) {
+        let handled = async {
+            handled.await;
+            Ok::<(), McpError>(())
+        };
+        let _ = self.run(started, handled, never).await;
     }
 
     /// Runs `handled` in the request's span, then records how it ended and how long it took.
@@ -271,40 +416,54 @@ impl<H: ServerHandler> Traced<H> {
         let Some(started) = started else {
             return handled.await;
         };
-        let result = handled.instrument(started.span.clone()).await;
+        let result = match &started.span {
+            Some(span) => handled.instrument(span.clone()).await,
+            None => handled.await,
+        };
         let modern = started
             .operation
             .protocol_version
             .as_ref()
             .is_some_and(|version| version.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
         let ending = Ending::of(&result, is_tool_error, modern);
-        ending.record(&started.span);
+        if let Some(span) = &started.span {
+            ending.record(span);
+        }
         let operation = &started.operation;
-        let mut attributes = vec![KeyValue::new(METHOD_NAME, operation.method)];
+        if let Some(session) = &self.session {
+            session.saw(operation.protocol_version.as_ref(), false);
+        }
+        let mut attributes: Attributes = vec![(METHOD_NAME, operation.method.to_owned())];
         if let Some(tool) = &operation.tool {
             // Only a registered tool's name: a client may send any name, and a metric must stay small.
             let name = if self.inner.get_tool(tool).is_some() { tool.clone() } else { OTHER.to_owned() };
-            attributes.push(KeyValue::new(TOOL_NAME, name));
-            attributes.push(KeyValue::new(OPERATION_NAME, EXECUTE_TOOL));
+            attributes.push((TOOL_NAME, name));
+            attributes.push((OPERATION_NAME, EXECUTE_TOOL.to_owned()));
         }
         if let Some(prompt) = &operation.prompt {
             let known = !ending.code.is_some_and(|code| CALLER_MISTAKES.contains(&code));
-            attributes.push(KeyValue::new(PROMPT_NAME, if known { prompt.clone() } else { OTHER.to_owned() }));
+            attributes.push((PROMPT_NAME, if known { prompt.clone() } else { OTHER.to_owned() }));
         }
         if let Some(version) = &operation.protocol_version {
-            attributes.push(KeyValue::new(PROTOCOL_VERSION, version.as_str().to_owned()));
+            attributes.push((PROTOCOL_VERSION, version.as_str().to_owned()));
         }
-        attributes.push(KeyValue::new(NETWORK_TRANSPORT, if operation.http { "tcp" } else { "pipe" }));
+        attributes.push((NETWORK_TRANSPORT, transport_name(operation.http).to_owned()));
         if operation.http {
-            attributes.push(KeyValue::new(NETWORK_PROTOCOL_NAME, "http"));
+            attributes.push((NETWORK_PROTOCOL_NAME, "http".to_owned()));
         }
         if let Some(error_type) = ending.error_type {
-            attributes.push(KeyValue::new(ERROR_TYPE, error_type));
+            attributes.push((ERROR_TYPE, error_type));
         }
         if let Some(code) = ending.code {
-            attributes.push(KeyValue::new(RESPONSE_STATUS_CODE, code.to_string()));
+            attributes.push((RESPONSE_STATUS_CODE, code.to_string()));
         }
-        started.histogram.record(started.at.elapsed().as_secs_f64(), &attributes);
+        let seconds = started.at.elapsed().as_secs_f64();
+        if let Some(histogram) = started.histogram {
+            histogram.record(seconds, &key_values(&attributes));
+        }
+        if let Some(kept) = &self.kept {
+            kept.record_operation(attributes, seconds);
+        }
         result
     }
 }
@@ -320,7 +479,7 @@ fn tool_failed(response: &CallToolResponse) -> bool {
 /// Every request method goes through [`Traced::run`]; everything else is forwarded as is.
 impl<H: ServerHandler> ServerHandler for Traced<H> {
     async fn ping(&self, context: RequestContext<RoleServer>) -> Result<(), McpError> {
-        let started = Self::start("ping", Target::None, &context);
+        let started = self.start("ping", Target::None, &context);
         self.run(started, self.inner.ping(context), never).await
     }
 
@@ -329,8 +488,12 @@ impl<H: ServerHandler> ServerHandler for Traced<H> {
         request: InitializeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, McpError> {
-        let started = Self::start("initialize", Target::None, &context);
-        self.run(started, self.inner.initialize(request, context), never).await
+        let started = self.start("initialize", Target::None, &context);
+        let result = self.run(started, self.inner.initialize(request, context), never).await;
+        if let (Some(session), Ok(initialized)) = (&self.session, &result) {
+            session.saw(Some(&initialized.protocol_version), true);
+        }
+        result
     }
 
     fn negotiate_initialize(&self, request: &InitializeRequestParams) -> Result<InitializeResult, McpError> {
@@ -342,7 +505,7 @@ impl<H: ServerHandler> ServerHandler for Traced<H> {
     }
 
     async fn discover(&self, context: RequestContext<RoleServer>) -> Result<DiscoverResult, McpError> {
-        let started = Self::start("server/discover", Target::None, &context);
+        let started = self.start("server/discover", Target::None, &context);
         self.run(started, self.inner.discover(context), never).await
     }
 
@@ -351,7 +514,7 @@ impl<H: ServerHandler> ServerHandler for Traced<H> {
         request: CompleteRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, McpError> {
-        let started = Self::start("completion/complete", Target::None, &context);
+        let started = self.start("completion/complete", Target::None, &context);
         self.run(started, self.inner.complete(request, context), never).await
     }
 
@@ -360,7 +523,7 @@ impl<H: ServerHandler> ServerHandler for Traced<H> {
         request: SetLevelRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        let started = Self::start("logging/setLevel", Target::None, &context);
+        let started = self.start("logging/setLevel", Target::None, &context);
         self.run(started, self.inner.set_level(request, context), never).await
     }
 
@@ -369,7 +532,7 @@ impl<H: ServerHandler> ServerHandler for Traced<H> {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
-        let started = Self::start("prompts/get", Target::Prompt(&request.name), &context);
+        let started = self.start("prompts/get", Target::Prompt(&request.name), &context);
         self.run(started, self.inner.get_prompt(request, context), never).await
     }
 
@@ -378,7 +541,7 @@ impl<H: ServerHandler> ServerHandler for Traced<H> {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
-        let started = Self::start("prompts/list", Target::None, &context);
+        let started = self.start("prompts/list", Target::None, &context);
         self.run(started, self.inner.list_prompts(request, context), never).await
     }
 
@@ -387,7 +550,7 @@ impl<H: ServerHandler> ServerHandler for Traced<H> {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
-        let started = Self::start("resources/list", Target::None, &context);
+        let started = self.start("resources/list", Target::None, &context);
         self.run(started, self.inner.list_resources(request, context), never).await
     }
 
@@ -396,7 +559,7 @@ impl<H: ServerHandler> ServerHandler for Traced<H> {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
-        let started = Self::start("resources/templates/list", Target::None, &context);
+        let started = self.start("resources/templates/list", Target::None, &context);
         self.run(started, self.inner.list_resource_templates(request, context), never).await
     }
 
@@ -405,7 +568,7 @@ impl<H: ServerHandler> ServerHandler for Traced<H> {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
-        let started = Self::start("resources/read", Target::Resource(&request.uri), &context);
+        let started = self.start("resources/read", Target::Resource(&request.uri), &context);
         self.run(started, self.inner.read_resource(request, context), never).await
     }
 
@@ -414,7 +577,7 @@ impl<H: ServerHandler> ServerHandler for Traced<H> {
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
-        let started = Self::start("subscriptions/listen", Target::None, context.request_context());
+        let started = self.start("subscriptions/listen", Target::None, context.request_context());
         self.run(started, self.inner.listen(context), never).await
     }
 
@@ -423,7 +586,7 @@ impl<H: ServerHandler> ServerHandler for Traced<H> {
         request: SubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        let started = Self::start("resources/subscribe", Target::Resource(&request.uri), &context);
+        let started = self.start("resources/subscribe", Target::Resource(&request.uri), &context);
         self.run(started, self.inner.subscribe(request, context), never).await
     }
 
@@ -432,7 +595,7 @@ impl<H: ServerHandler> ServerHandler for Traced<H> {
         request: UnsubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        let started = Self::start("resources/unsubscribe", Target::Resource(&request.uri), &context);
+        let started = self.start("resources/unsubscribe", Target::Resource(&request.uri), &context);
         self.run(started, self.inner.unsubscribe(request, context), never).await
     }
 
@@ -441,7 +604,7 @@ impl<H: ServerHandler> ServerHandler for Traced<H> {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let started = Self::start("tools/call", Target::Tool(&request.name), &context);
+        let started = self.start("tools/call", Target::Tool(&request.name), &context);
         self.run(started, self.inner.call_tool(request, context), tool_failed).await
     }
 
@@ -450,7 +613,7 @@ impl<H: ServerHandler> ServerHandler for Traced<H> {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let started = Self::start("tools/list", Target::None, &context);
+        let started = self.start("tools/list", Target::None, &context);
         self.run(started, self.inner.list_tools(request, context), never).await
     }
 
@@ -464,28 +627,34 @@ impl<H: ServerHandler> ServerHandler for Traced<H> {
         context: RequestContext<RoleServer>,
     ) -> Result<CustomResult, McpError> {
         // The method is the client's own: not in the span's name (any text), only "custom".
-        let started = Self::start("custom", Target::None, &context);
+        let started = self.start("custom", Target::None, &context);
         self.run(started, self.inner.on_custom_request(request, context), never).await
     }
 
     async fn on_cancelled(&self, notification: CancelledNotificationParam, context: NotificationContext<RoleServer>) {
-        self.inner.on_cancelled(notification, context).await;
+        let started = self.start_notification("notifications/cancelled", &context);
+        self.notified(started, self.inner.on_cancelled(notification, context)).await;
     }
 
     async fn on_progress(&self, notification: ProgressNotificationParam, context: NotificationContext<RoleServer>) {
-        self.inner.on_progress(notification, context).await;
+        let started = self.start_notification("notifications/progress", &context);
+        self.notified(started, self.inner.on_progress(notification, context)).await;
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        self.inner.on_initialized(context).await;
+        let started = self.start_notification("notifications/initialized", &context);
+        self.notified(started, self.inner.on_initialized(context)).await;
     }
 
     async fn on_roots_list_changed(&self, context: NotificationContext<RoleServer>) {
-        self.inner.on_roots_list_changed(context).await;
+        let started = self.start_notification("notifications/roots/list_changed", &context);
+        self.notified(started, self.inner.on_roots_list_changed(context)).await;
     }
 
     async fn on_custom_notification(&self, notification: CustomNotification, context: NotificationContext<RoleServer>) {
-        self.inner.on_custom_notification(notification, context).await;
+        // The method is the client's own: not in the span's name (any text), only "custom".
+        let started = self.start_notification("custom", &context);
+        self.notified(started, self.inner.on_custom_notification(notification, context)).await;
     }
 
     fn get_info(&self) -> ServerConfig {
@@ -497,7 +666,7 @@ impl<H: ServerHandler> ServerHandler for Traced<H> {
         request: GetTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, McpError> {
-        let started = Self::start("tasks/get", Target::None, &context);
+        let started = self.start("tasks/get", Target::None, &context);
         self.run(started, self.inner.get_task(request, context), never).await
     }
 
@@ -506,7 +675,7 @@ impl<H: ServerHandler> ServerHandler for Traced<H> {
         request: UpdateTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        let started = Self::start("tasks/update", Target::None, &context);
+        let started = self.start("tasks/update", Target::None, &context);
         self.run(started, self.inner.update_task(request, context), never).await
     }
 
@@ -515,7 +684,7 @@ impl<H: ServerHandler> ServerHandler for Traced<H> {
         request: CancelTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        let started = Self::start("tasks/cancel", Target::None, &context);
+        let started = self.start("tasks/cancel", Target::None, &context);
         self.run(started, self.inner.cancel_task(request, context), never).await
     }
 
@@ -524,7 +693,7 @@ impl<H: ServerHandler> ServerHandler for Traced<H> {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListSkillsResult, McpError> {
-        let started = Self::start("skills/list", Target::None, &context);
+        let started = self.start("skills/list", Target::None, &context);
         self.run(started, self.inner.list_skills(request, context), never).await
     }
 
@@ -533,7 +702,7 @@ impl<H: ServerHandler> ServerHandler for Traced<H> {
         request: GetSkillRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetSkillResult, McpError> {
-        let started = Self::start("skills/get", Target::None, &context);
+        let started = self.start("skills/get", Target::None, &context);
         self.run(started, self.inner.get_skill(request, context), never).await
     }
 
@@ -542,7 +711,7 @@ impl<H: ServerHandler> ServerHandler for Traced<H> {
         request: ReadResourceDirectoryRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceDirectoryResult, McpError> {
-        let started = Self::start("resources/directory/read", Target::Resource(&request.uri), &context);
+        let started = self.start("resources/directory/read", Target::Resource(&request.uri), &context);
         self.run(started, self.inner.read_resource_directory(request, context), never).await
     }
 }
