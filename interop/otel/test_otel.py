@@ -21,7 +21,12 @@ the test sets (trace id and parent span id below): the SDK itself injects it as 
   5. nothing secret in any span, resource or metric: not the API key, not a title, not an argument;
   6. the stdio app exports its spans too (`network.transport` = `pipe`), its stdout staying JSON-RPC
      (the SDK would fail on anything else);
-  7. with the receiver down: every request is still answered, the process's memory does not keep
+  7. a request rmcp answers before any handler (a 2026-07-28 request without its `_meta` keys) has
+     its span too, parented by the HTTP `traceparent`;
+  8. a 2025-era session's `notifications/initialized` has its span, and each stdio connection's
+     `mcp.server.session.duration` is exported when it ends;
+  9. with the collector not answering (a socket that listens and never accepts: each export waits
+     for its timeout): every request is still answered, the process's memory does not keep
      growing with more requests (the export queue is bounded), drops are said in the log, and the
      process stops within its shutdown budget.
 
@@ -36,6 +41,7 @@ import http.server
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -364,6 +370,25 @@ def main() -> int:
         assert ("tools/call", "_OTHER", "-32602") in points, points.keys()
         for point in metric.histogram.data_points:
             assert list(point.explicit_bounds) == BOUNDS, list(point.explicit_bounds)
+    with t.step("a request rmcp refuses before any handler still has its span, its parent the HTTP traceparent"):
+        header_trace, header_parent = "5" * 32, "6" * 16
+        refused = httpx2.post(url, json={"jsonrpc": "2.0", "id": "sem-meta", "method": "tools/list", "params": {}},
+                              headers={"Authorization": f"Bearer {key}", "MCP-Protocol-Version": "2026-07-28",
+                                       "Accept": "application/json, text/event-stream",
+                                       "traceparent": f"00-{header_trace}-{header_parent}-01"})
+        # A 2026-07-28 request without its required `_meta` keys: rmcp answers it, no handler sees it.
+        assert refused.status_code == 400 and refused.json()["error"]["code"] == -32602, refused.text
+
+        def refused_spans() -> list:
+            return [s for s in server_spans(receiver, "tcp") if s.trace_id.hex() == header_trace]
+        poll(lambda: refused_spans(), "the refused request's span")
+        [span] = refused_spans()
+        assert span.name == "tools/list" and span.parent_span_id.hex() == header_parent, span
+        a = attributes(span.attributes)
+        assert a["mcp.method.name"] == "tools/list" and a["network.protocol.name"] == "http", a
+        assert a["error.type"] == a["rpc.response.status_code"] == "-32602", a
+        assert span.status.code != STATUS_CODE_ERROR, span.status  # a caller's mistake
+        assert span.end_time_unix_nano >= span.start_time_unix_nano > 0, span
     print("-- otel: the stdio app exporting to the same receiver")
     with t.step("the stdio app exports its request spans (network.transport pipe), stdout JSON-RPC only"):
         asyncio.run(stdio_requests(stdio_bin, work, "auto"))
@@ -403,13 +428,20 @@ def main() -> int:
         for secret in (key, title, "Titulo secreto", "cargaHoraria", "titulo"):
             leaked = [s for s in strings if secret in s]
             assert not leaked, (secret, leaked[:3])
-    print("-- otel: the receiver down")
+    print("-- otel: the collector not answering")
     receiver.close()
-    # A port nothing listens on: the receiver's, now closed.
-    down_env = {**otel_env, "OTEL_BSP_MAX_QUEUE_SIZE": "256", "OTEL_EXPORTER_OTLP_TIMEOUT": "1000"}
+    # A collector that never answers: a socket that listens but never accepts, so each export
+    # waits for its 10 s timeout and at most 256 spans leave every 10 s, however slowly the
+    # requests come (with a refused connection each export fails at once, and on a busy machine
+    # the exporter then keeps up with the requests: nothing is dropped and nothing is shown).
+    silent = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(1)
+    down_env = {**otel_env, "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{silent.getsockname()[1]}",
+                "OTEL_BSP_MAX_QUEUE_SIZE": "256", "OTEL_EXPORTER_OTLP_TIMEOUT": "10000"}
     backend, url, log = start_backend(backend_bin, work, "collector-down", down_env)
     try:
-        with t.step("with the collector unreachable, every request is answered and memory stays flat"):
+        with t.step("with the collector not answering, every request is answered and memory stays flat"):
             asyncio.run(reads(url, key, "cursos://catalogo", 200))  # warm-up: pools, caches, the queue fills
             first = rss_kib(backend.pid)
             answered = asyncio.run(reads(url, key, "cursos://catalogo", 1000))
@@ -432,6 +464,7 @@ def main() -> int:
     finally:
         if backend.poll() is None:
             stop(backend)
+        silent.close()
     print(f"otel: {t.passed} passed, {t.failed} failed")
     return 1 if t.failed else 0
 

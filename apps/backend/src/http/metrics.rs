@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use courses_domain::PoolStatus;
 use mcp_server::HubCounts;
-use mcp_server::telemetry::McpHistograms;
+use mcp_server::telemetry::{HandlerReached, McpHistograms};
 
 /// The JSON-RPC methods counted by name; anything else is counted as `other`.
 pub const MCP_METHODS: [&str; 20] = [
@@ -77,6 +77,15 @@ impl RequestLabel {
     #[must_use]
     pub fn resource_read(uri: &str) -> Self {
         Self { method: "resources/read", target: Some(truncated(uri)) }
+    }
+
+    /// Whether the body is one JSON-RPC request of the protocol's (not a notification, a response,
+    /// a batch, something unreadable, or a stream's GET or a session's DELETE).
+    #[must_use]
+    pub fn is_request(&self) -> bool {
+        MCP_METHODS.contains(&self.method)
+            && !self.method.starts_with("notifications/")
+            && !matches!(self.method, "GET" | "DELETE")
     }
 
     /// Reads the label of a request with this HTTP method and body.
@@ -285,6 +294,16 @@ pub struct RequestTimer {
     status: u16,
     jsonrpc_error: Option<i64>,
     started: Instant,
+    /// With telemetry on: whether a handler saw the request, else its span is made here.
+    refusal_watch: Option<RefusalWatch>,
+}
+
+/// What the span of a request rmcp answers without a handler needs.
+#[derive(Debug)]
+struct RefusalWatch {
+    reached: HandlerReached,
+    began: std::time::SystemTime,
+    traceparent: Option<String>,
 }
 
 impl RequestTimer {
@@ -294,7 +313,24 @@ impl RequestTimer {
         if let Some(metrics) = &metrics {
             metrics.in_flight.fetch_add(1, Ordering::Relaxed);
         }
-        Self { metrics, label, caller, status: 0, jsonrpc_error: None, started: Instant::now() }
+        Self { metrics, label, caller, status: 0, jsonrpc_error: None, started: Instant::now(), refusal_watch: None }
+    }
+
+    /// With telemetry on, for a JSON-RPC request: the marker to hand to the handler, with the
+    /// request's `traceparent` header. If no handler marks it and the answer is a JSON-RPC error,
+    /// the request's server span is recorded when the timer is dropped
+    /// ([`mcp_server::telemetry::record_refused`]).
+    pub fn watch_for_refusal(&mut self, traceparent: Option<&str>) -> Option<HandlerReached> {
+        if !mcp_server::telemetry::is_on() || !self.label.is_request() {
+            return None;
+        }
+        let reached = HandlerReached::default();
+        self.refusal_watch = Some(RefusalWatch {
+            reached: reached.clone(),
+            began: std::time::SystemTime::now(),
+            traceparent: traceparent.map(str::to_owned),
+        });
+        Some(reached)
     }
 
     /// The HTTP status the request was answered with.
@@ -336,6 +372,17 @@ impl Drop for RequestTimer {
         if let Some(metrics) = &self.metrics {
             metrics.finish(self.label.method, self.status, elapsed);
         }
+        if let (Some(watch), Some(code)) = (self.refusal_watch.take(), self.jsonrpc_error)
+            && !watch.reached.was_reached()
+        {
+            mcp_server::telemetry::record_refused(
+                self.label.method,
+                code,
+                watch.began,
+                elapsed,
+                watch.traceparent.as_deref(),
+            );
+        }
     }
 }
 
@@ -358,6 +405,22 @@ mod tests {
         assert_eq!(method_label(&post, b"{not json"), "invalid");
         assert_eq!(method_label(&Method::GET, b""), "GET");
         assert_eq!(method_label(&Method::DELETE, b""), "DELETE");
+    }
+
+    #[test]
+    fn only_a_request_of_the_protocol_may_get_a_span_for_its_refusal() {
+        let post = Method::POST;
+        let label = |body: &[u8]| RequestLabel::of(&post, body);
+        assert!(label(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#).is_request());
+        assert!(label(br#"{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen"}"#).is_request());
+        // A notification's handler may run after its 202 is sent: never taken for a refusal.
+        assert!(!label(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).is_request());
+        assert!(!label(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#).is_request());
+        assert!(!label(br#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#).is_request());
+        assert!(!label(br#"{"jsonrpc":"2.0","id":1,"method":"x-outro"}"#).is_request());
+        assert!(!label(b"{not json").is_request());
+        assert!(!RequestLabel::of(&Method::GET, b"").is_request());
+        assert!(!RequestLabel::of(&Method::DELETE, b"").is_request());
     }
 
     #[test]

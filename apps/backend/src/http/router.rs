@@ -421,6 +421,12 @@ async fn mcp_gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -
         _ => None,
     };
     let mut timer = RequestTimer::start(gate.metrics.clone(), label, Some(caller.name().to_owned()));
+    // With telemetry on, a request rmcp answers without a handler still gets its span (issue 27).
+    if let Some(reached) =
+        timer.watch_for_refusal(parts.headers.get("traceparent").and_then(|value| value.to_str().ok()))
+    {
+        parts.extensions.insert(reached);
+    }
     let is_delete = parts.method == axum::http::Method::DELETE;
     // A session's GET stream on a connection that later stalls (its client stopped reading):
     // the session is closed with it, as the hub closes one it can no longer feed (ADR 0045).

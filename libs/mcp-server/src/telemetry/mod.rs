@@ -10,6 +10,8 @@
 //! - `traced.rs`: [`Traced`], the wrapper around a handler that makes each request's and
 //!   notification's span (its parent from `_meta.traceparent`/`tracestate`, the HTTP `traceparent`
 //!   linked or, failing `_meta`, the parent) and records its duration, and a session's when it ends.
+//! - `refused.rs`: [`record_refused`], the span of an HTTP request rmcp answered before any
+//!   handler method ([`HandlerReached`] tells which).
 //! - `kept.rs`: [`McpHistograms`], the same two histograms kept in memory for the backend's
 //!   Prometheus endpoint.
 //!
@@ -20,9 +22,11 @@
 mod conventions;
 mod kept;
 mod pipeline;
+mod refused;
 mod traced;
 
 pub use conventions::SPAN_TARGET;
 pub use kept::McpHistograms;
 pub use pipeline::{SHUTDOWN, Telemetry, TelemetryLayer, install, started};
+pub use refused::{HandlerReached, is_on, record_refused};
 pub use traced::{SessionTransport, Traced};

@@ -8,7 +8,7 @@ use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_otlp::{MetricExporter, Protocol, SpanExporter, WithExportConfig as _};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider};
-use opentelemetry_sdk::trace::{BatchConfigBuilder, BatchSpanProcessor, SdkTracerProvider};
+use opentelemetry_sdk::trace::{BatchConfigBuilder, BatchSpanProcessor, SdkTracer, SdkTracerProvider};
 use tracing_subscriber::Layer as _;
 use tracing_subscriber::filter::Targets;
 
@@ -32,6 +32,14 @@ static DURATION: OnceLock<Histogram<f64>> = OnceLock::new();
 /// The duration histogram when telemetry is on.
 pub(crate) fn duration_histogram() -> Option<&'static Histogram<f64>> {
     DURATION.get()
+}
+
+/// The tracer of the spans made without `tracing` ([`super::record_refused`]), set with [`DURATION`].
+static TRACER: OnceLock<SdkTracer> = OnceLock::new();
+
+/// The tracer when telemetry is on.
+pub(crate) fn tracer() -> Option<&'static SdkTracer> {
+    TRACER.get()
 }
 
 /// `mcp.server.session.duration`, set with [`DURATION`].
@@ -157,6 +165,7 @@ fn build(service_name: &'static str) -> Result<Option<(Telemetry, TelemetryLayer
         "Duration of an MCP request or notification, from its receipt until its result or error is ready.",
     ));
     let tracer = tracer_provider.tracer("mcp-cursos");
+    let _ = TRACER.set(tracer.clone());
     let layer = tracing_opentelemetry::layer()
         .with_tracer(tracer)
         .with_location(false)

@@ -35,6 +35,7 @@ use super::conventions::{
 };
 use super::kept::{Attributes, McpHistograms};
 use super::pipeline::{duration_histogram, session_histogram};
+use super::refused::HandlerReached;
 
 /// `handler` with a server span per request and notification and the
 /// `mcp.server.operation.duration` histogram, when telemetry is installed ([`super::install`])
@@ -43,9 +44,10 @@ use super::pipeline::{duration_histogram, session_histogram};
 /// wherever the handler went; [`Traced::for_session`] when it serves one session to its end.
 ///
 /// A `ServerHandler` itself (rmcp's Streamable HTTP service takes only a `ServerHandler`), so the
-/// spans cover what reaches a handler method: a request rmcp refuses before (a 2026-07-28 request
-/// without its required `_meta` keys) has no span. An unknown method or unreadable parameters do
-/// reach the handler (`on_custom_request`): their span is named `custom`.
+/// spans cover what reaches a handler method; over HTTP, the backend's gate makes the span of a
+/// request rmcp refused before (a 2026-07-28 request without its required `_meta` keys; see
+/// [`super::record_refused`]). An unknown method or unreadable parameters do reach the handler
+/// (`on_custom_request`): their span is named `custom`.
 #[derive(Debug, Clone)]
 pub struct Traced<H> {
     inner: H,
@@ -390,6 +392,12 @@ impl<H: ServerHandler> Traced<H> {
         let histogram = duration_histogram();
         // Spans only for OpenTelemetry: with only Prometheus on, the histogram is all there is.
         let span = histogram.map(|_| {
+            // This request has its span: the gate need not make one ([`super::refused`]).
+            if let Some(reached) =
+                extensions.get::<http::request::Parts>().and_then(|parts| parts.extensions.get::<HandlerReached>())
+            {
+                reached.mark();
+            }
             let span = operation.span(id);
             adopt_parent(&span, meta, extensions);
             span
