@@ -84,7 +84,7 @@ impl InFileDuplicates {
     /// the same deterministic id too, and the title is what its author can see), or
     /// [`ImportRefusal::IdRepeated`].
     pub fn check(&mut self, line: u64, course: &Course) -> Result<(), ImportRefusal> {
-        let key = (!course.is_archived()).then(|| hash_of(course.title().comparison_key()));
+        let key = (!course.is_archived()).then(|| hash_of(course.title().key()));
         if let Some(first) = key.and_then(|key| self.titles.get(&key)) {
             return Err(ImportRefusal::TitleRepeatsLine(u64::from(*first)));
         }

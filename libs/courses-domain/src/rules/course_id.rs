@@ -32,7 +32,7 @@ impl CourseId {
     /// (ADR 0040); the same title in two catalogs gets two ids.
     #[must_use]
     pub fn for_import(catalog: &super::CatalogName, title: &super::CourseTitle) -> Self {
-        let name = format!("{}\n{}", catalog.as_str(), title.comparison_key());
+        let name = format!("{}\n{}", catalog.as_str(), title.key());
         Self(Uuid::new_v5(&IMPORT_NAMESPACE, name.as_bytes()))
     }
 

@@ -2,6 +2,8 @@
 //! (ADR 0025).
 
 use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::sync::OnceLock;
 
 use unicode_normalization::UnicodeNormalization as _;
 
@@ -11,8 +13,16 @@ use unicode_normalization::UnicodeNormalization as _;
 ///
 /// Two titles are the same title for the catalog's uniqueness rule when their
 /// [`comparison_key`](CourseTitle::comparison_key)s are equal.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct CourseTitle(String);
+///
+/// **Invariant:** the key a title carries is [`comparison_key_of`] its text, computed the first
+/// time it is asked for and kept with the title (moves and clones take it along), so a title
+/// whose key several steps need (an import's row: its id, the file's duplicates, the stored row)
+/// folds its text once (ADR 0053). Equality, hashing and `Debug` are those of the text alone.
+#[derive(Clone)]
+pub struct CourseTitle {
+    text: String,
+    key: OnceLock<String>,
+}
 
 /// Why a text is not a [`CourseTitle`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -82,12 +92,22 @@ impl CourseTitle {
                 return Err(CourseTitleError::InvisibleCharacter { character });
             }
         }
-        let normalized: String = trimmed.nfc().collect();
+        // Most titles already are NFC, and the quick check says so without normalizing.
+        let normalized: String =
+            if unicode_normalization::is_nfc_quick(trimmed.chars()) == unicode_normalization::IsNormalized::Yes {
+                trimmed.to_owned()
+            } else {
+                trimmed.nfc().collect()
+            };
         let chars = normalized.chars().count();
         if chars > Self::MAX_CHARS {
             return Err(CourseTitleError::TooLong { chars });
         }
-        Ok(Self(normalized))
+        Ok(Self::of_text(normalized))
+    }
+
+    fn of_text(text: String) -> Self {
+        Self { text, key: OnceLock::new() }
     }
 
     /// A title as a store holds it. Titles written under an earlier rule (before ADR 0025) may hold
@@ -98,13 +118,13 @@ impl CourseTitle {
         if text.trim().is_empty() {
             return Err(CourseTitleError::Empty);
         }
-        Ok(Self(text))
+        Ok(Self::of_text(text))
     }
 
     /// The title as the user wrote it, trimmed and in NFC.
     #[must_use]
     pub fn as_str(&self) -> &str {
-        &self.0
+        &self.text
     }
 
     /// The key under which two active courses may not coexist ([`comparison_key_of`]): invisible
@@ -113,7 +133,32 @@ impl CourseTitle {
     /// `"Café"` composed and decomposed.
     #[must_use]
     pub fn comparison_key(&self) -> String {
-        comparison_key_of(&self.0)
+        self.key().to_owned()
+    }
+
+    /// [`comparison_key`](Self::comparison_key), borrowed: computed once per title.
+    pub(crate) fn key(&self) -> &str {
+        self.key.get_or_init(|| comparison_key_of(&self.text))
+    }
+}
+
+impl PartialEq for CourseTitle {
+    fn eq(&self, other: &Self) -> bool {
+        self.text == other.text
+    }
+}
+
+impl Eq for CourseTitle {}
+
+impl Hash for CourseTitle {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.text.hash(state);
+    }
+}
+
+impl fmt::Debug for CourseTitle {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.debug_tuple("CourseTitle").field(&self.text).finish()
     }
 }
 
@@ -147,6 +192,48 @@ impl TitleSearchKey {
 /// Searches use it so that what a user types matches the way titles are compared.
 #[must_use]
 pub fn comparison_key_of(text: &str) -> String {
+    latin_key_of(text).unwrap_or_else(|| unicode_key_of(text))
+}
+
+/// The comparison key of a text made only of ASCII and the Latin-1 letters U+00C0 to U+00FF (most
+/// titles: Portuguese, English, Spanish, French), in one pass; `None` for any other text. Such a
+/// text is already NFKC (none of these characters has a compatibility decomposition, and none
+/// composes with another: all are starters), and so is its folding; full case folding maps
+/// `A`–`Z` and U+00C0–U+00DE (but `×`) 0x20 up, `ß` to `ss`, and keeps the rest; the only
+/// controls are ASCII's. So [`unicode_key_of`] reaches its fixpoint after one folding, and gives
+/// what this gives (the tests compare both on every such character, every pair, and random
+/// texts).
+fn latin_key_of(text: &str) -> Option<String> {
+    let mut key = String::with_capacity(text.len());
+    let mut space_pending = false;
+    for character in text.chars() {
+        if !matches!(character, '\0'..='\u{7F}' | '\u{C0}'..='\u{FF}') {
+            return None;
+        }
+        if character.is_whitespace() {
+            space_pending = !key.is_empty();
+            continue;
+        }
+        if character.is_control() {
+            continue;
+        }
+        if space_pending {
+            key.push(' ');
+            space_pending = false;
+        }
+        match character {
+            '\u{DF}' => key.push_str("ss"),
+            'A'..='Z' | '\u{C0}'..='\u{D6}' | '\u{D8}'..='\u{DE}' => {
+                key.push(char::from_u32(u32::from(character) + 0x20).unwrap_or(character));
+            }
+            _ => key.push(character),
+        }
+    }
+    Some(key)
+}
+
+/// [`comparison_key_of`] for any text, by the rule itself.
+fn unicode_key_of(text: &str) -> String {
     let visible: String = text
         .chars()
         .filter(|&character| (!character.is_control() || character.is_whitespace()) && !is_default_ignorable(character))
@@ -294,7 +381,7 @@ pub(crate) fn transient_key(id: &str) -> String {
 
 impl fmt::Display for CourseTitle {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        formatter.write_str(&self.0)
+        formatter.write_str(&self.text)
     }
 }
 
@@ -443,6 +530,90 @@ mod tests {
     fn the_error_names_the_code_point() {
         let error = CourseTitle::parse("a\u{202E}b").expect_err("refused");
         assert!(error.to_string().contains("U+202E"), "{error}");
+    }
+
+    #[test]
+    fn the_key_a_title_carries_is_the_key_of_its_text_before_and_after_a_clone() {
+        let tricky = [
+            "\u{1D2C}",
+            "ᴬᴮ Rust",
+            "Straße",
+            "STRASSE",
+            "ﬁlosoﬁa",
+            "ΟΔΟΣ",
+            "Cafe\u{301}",
+            "Ｃａｆé",
+            "ǅ ᾈ",
+            "İstanbul",
+        ];
+        for text in tricky {
+            let title = CourseTitle::parse(text).expect("valid title");
+            let unasked = title.clone();
+            assert_eq!(title.key(), comparison_key_of(title.as_str()), "{text:?}");
+            assert_eq!(title.key(), unicode_key_of(title.as_str()), "{text:?}");
+            assert_eq!(title.clone().key(), title.key(), "a clone takes the key along: {text:?}");
+            assert_eq!(unasked.key(), title.key(), "{text:?}");
+            assert_eq!(unasked, title, "equality is the text's, whether the key was asked for or not");
+            assert_eq!(format!("{unasked:?}"), format!("CourseTitle({:?})", title.as_str()));
+        }
+        let stored = CourseTitle::from_stored("ᴬ".to_owned()).expect("a stored title");
+        assert_eq!(stored.key(), comparison_key_of("ᴬ"));
+    }
+
+    /// The characters [`latin_key_of`] takes: ASCII and the Latin-1 letters.
+    fn latin_characters() -> impl Iterator<Item = char> {
+        ('\0'..='\u{7F}').chain('\u{C0}'..='\u{FF}')
+    }
+
+    #[test]
+    fn the_latin_key_is_the_rule_s_key_for_every_latin_character_and_every_pair() {
+        for first in latin_characters() {
+            let single = first.to_string();
+            assert_eq!(latin_key_of(&single), Some(unicode_key_of(&single)), "{first:?}");
+            for second in latin_characters() {
+                let pair = format!("{first}{second}");
+                assert_eq!(latin_key_of(&pair), Some(unicode_key_of(&pair)), "{pair:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_text_with_any_other_character_takes_the_rule_s_own_path() {
+        for other in ['\u{80}', '\u{85}', '\u{A0}', '\u{AA}', '\u{B5}', '\u{BF}', '\u{100}', '\u{301}', 'ﬁ', '\u{1D2C}']
+        {
+            assert_eq!(latin_key_of(&format!("Rust {other}")), None, "{other:?}");
+        }
+    }
+
+    mod latin_properties {
+        use proptest::prelude::*;
+        use proptest::sample::select;
+
+        use super::{comparison_key_of, latin_characters, latin_key_of, unicode_key_of};
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(2048))]
+
+            #[test]
+            fn the_latin_key_is_the_rule_s_key_for_random_latin_texts(
+                text in prop::collection::vec(
+                    prop_oneof![
+                        select(latin_characters().collect::<Vec<_>>()),
+                        select(vec![' ', 'a', 'Z', 'ß', 'Ç', 'ã', '\t', '\u{B}', '\u{1}']),
+                    ],
+                    0..60,
+                ).prop_map(|characters| characters.into_iter().collect::<String>())
+            ) {
+                prop_assert_eq!(latin_key_of(&text), Some(unicode_key_of(&text)));
+            }
+
+            #[test]
+            fn the_comparison_key_is_the_rule_s_key_for_any_text(
+                text in prop_oneof![any::<String>(), "[a-zA-Z \u{C0}-\u{FF}\u{A0}-\u{BF}\u{300}-\u{36F}ﬁᴬΣς]{0,40}"]
+            ) {
+                prop_assert_eq!(comparison_key_of(&text), unicode_key_of(&text));
+            }
+        }
     }
 
     fn stored(id: &str, title: &str, key: &str, active: bool) -> StoredKey {
