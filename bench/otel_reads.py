@@ -98,6 +98,10 @@ class Target:
 
     def batch(self, count: int) -> tuple[float, float]:
         """`count` reads; returns (server CPU µs per read, reads per second)."""
+        # A connection of its own per batch: while the other targets run theirs, this one would
+        # sit idle longer than the backend keeps an idle connection open.
+        self.connection.close()
+        self.connection = http.client.HTTPConnection("127.0.0.1", self.port)
         before, began = cpu_ticks(self.process.pid), time.monotonic()
         for _ in range(count):
             self.connection.request("POST", "/mcp", self.read, self.headers)
