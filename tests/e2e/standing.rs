@@ -176,6 +176,9 @@ async fn a_session_presented_with_another_callers_key_is_an_unknown_session_on_e
 /// HTTP: `initialize`, `resources/subscribe`, then its GET stream, read as it comes) and a
 /// 2026-07-28 listen stream (the rmcp client).
 struct Listeners {
+    /// The key and the 2025-era session the GET stream belongs to.
+    key: String,
+    session: String,
     get_stream: reqwest::Response,
     /// What the GET stream sent and was not read as an event yet.
     unread: String,
@@ -203,7 +206,20 @@ async fn listen(backend: &Backend, key: &str) -> Listeners {
     // One notice per change on the stream: `updated cursos://catalogo`.
     let filter = SubscriptionFilter::builder().resource_subscription("cursos://catalogo").build();
     let stream = modern.listen(filter).await.expect("subscriptions/listen");
-    Listeners { get_stream, unread: String::new(), modern, stream }
+    Listeners { key: key.to_owned(), session, get_stream, unread: String::new(), modern, stream }
+}
+
+/// Pings each of `sessions` (key, session) every `pace`, forever, ignoring the answers: a session
+/// that hears nothing for `SESSION_IDLE_TIMEOUT` is closed by the backend, rightly, and a test that
+/// waits on something else (a reread of the keys file) must not lose its sessions to that.
+async fn keep_alive(backend: &Backend, sessions: Vec<(String, String)>, pace: Duration) {
+    for id in 1_000_u64.. {
+        for (key, session) in &sessions {
+            let ping = json!({"jsonrpc": "2.0", "id": id, "method": "ping"});
+            send(backend, reqwest::Method::POST, key, Some(session), Some(ping)).await;
+        }
+        tokio::time::sleep(pace).await;
+    }
 }
 
 impl Listeners {
@@ -273,29 +289,41 @@ async fn a_change_ends_the_open_streams(edit: impl FnOnce(&Path), reason: &str) 
     let health = backend.health().await;
     assert_eq!(health["sessions"], 2, "sessions quiet past their idle time, their streams busy: {health}");
 
-    edit(&keys_file);
-    let edited = Instant::now();
-    let ended = |health: &Value| {
-        health["subscriptions"]["listenStreams"] == 1
-            && health["subscriptions"]["sessions"] == 1
-            && health["sessions"] == 1
-    };
-    backend.poll_health("the changed key's streams ended", ended).await;
-    let took = edited.elapsed();
-    eprintln!("{reason}: the streams ended {took:?} after the keys file changed");
-    assert!(took <= RELOAD_INTERVAL + BOUND, "{reason}: ended after {took:?}");
-    let stream_end = tokio::time::timeout(PATIENCE, changing.stream.next()).await.expect("the stream ended in time");
-    assert!(
-        matches!(stream_end, Ok(None) | Err(_)),
-        "{reason}: the listen stream ended with no notice: {stream_end:?}"
-    );
+    // From here the streams may stay silent for longer than the idle timeout (the reread, the
+    // checks): both sessions ping meanwhile, so that only the change can end the one and nothing
+    // ends the other. A ping with the changed key after the change is refused, which is fine.
+    let pinged = vec![(changing.key.clone(), changing.session.clone()), (control.key.clone(), control.session.clone())];
+    let pinger = keep_alive(&backend, pinged, idle_timeout / 4);
+    let after_the_change = async {
+        edit(&keys_file);
+        let edited = Instant::now();
+        let ended = |health: &Value| {
+            health["subscriptions"]["listenStreams"] == 1
+                && health["subscriptions"]["sessions"] == 1
+                && health["sessions"] == 1
+        };
+        backend.poll_health("the changed key's streams ended", ended).await;
+        let took = edited.elapsed();
+        eprintln!("{reason}: the streams ended {took:?} after the keys file changed");
+        assert!(took <= RELOAD_INTERVAL + BOUND, "{reason}: ended after {took:?}");
+        let stream_end =
+            tokio::time::timeout(PATIENCE, changing.stream.next()).await.expect("the stream ended in time");
+        assert!(
+            matches!(stream_end, Ok(None) | Err(_)),
+            "{reason}: the listen stream ended with no notice: {stream_end:?}"
+        );
 
-    for titulo in ["Depois 1", "Depois 2", "Depois 3"] {
-        mcp_cursos_e2e::create(&writer, titulo).await;
-        control.hear().await;
-    }
-    if let Some(method) = changing.next_on_get_stream().await {
-        panic!("{reason}: the closed session's GET stream got {method} after the end");
+        for titulo in ["Depois 1", "Depois 2", "Depois 3"] {
+            mcp_cursos_e2e::create(&writer, titulo).await;
+            control.hear().await;
+        }
+        if let Some(method) = changing.next_on_get_stream().await {
+            panic!("{reason}: the closed session's GET stream got {method} after the end");
+        }
+    };
+    tokio::select! {
+        () = after_the_change => {}
+        () = pinger => unreachable!("the pinger pings forever"),
     }
     let logs = backend.stderr.all();
     for ended in ["a subscriptions/listen stream was ended", "a session was closed"] {
