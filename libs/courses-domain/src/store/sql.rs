@@ -252,8 +252,15 @@ impl QueryFragment<Pg> for ActiveCourses {
     }
 }
 
+/// `treat_none_as_default_value = false`: no field may be a DEFAULT, so diesel writes a batch of
+/// rows as one multi-row `INSERT` on SQLite too; without it, diesel inserts a SQLite batch row by
+/// row, and each row's statement made FTS5 flush its index (ADR 0053).
 #[derive(Debug, Clone, Queryable, QueryableByName, Selectable, Insertable, AsChangeset)]
-#[diesel(table_name = courses, check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
+#[diesel(
+    table_name = courses,
+    check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg),
+    treat_none_as_default_value = false
+)]
 pub(crate) struct CourseRow {
     /// The catalog the course is in (ADR 0035): set on every row written, filtered on every read.
     pub(crate) catalog: String,
@@ -1502,6 +1509,72 @@ mod tests {
         assert!(has_static_query_id(&page));
         let literal = courses::table.filter(diesel::dsl::sql::<diesel::sql_types::Bool>("archived = 0"));
         assert!(!has_static_query_id(&literal));
+    }
+
+    /// An import batch reaches SQLite as a few multi-row statements, not one per row. diesel writes
+    /// a batch row by row on SQLite when a row's `Insertable` may hold a DEFAULT (its
+    /// `treat_none_as_default_value`, on unless turned off), and each row's statement then opened a
+    /// statement savepoint, at which FTS5 writes its pending index to disk: one trigram segment and
+    /// one statement journal per row, about three quarters of an import's time (ADR 0053).
+    #[test]
+    fn an_import_batch_is_a_few_multi_row_statements_on_sqlite() {
+        use diesel::connection::InstrumentationEvent;
+        use diesel_migrations::MigrationHarness;
+        use std::sync::{Arc, Mutex};
+
+        let mut connection = SqliteConnection::establish(":memory:").expect("in memory");
+        connection.run_pending_migrations(crate::store::sqlite::MIGRATIONS).expect("migrated");
+        let now = super::Timestamp(time::OffsetDateTime::now_utc());
+        let rows: Vec<CourseRow> = (0..2_500)
+            .map(|number| CourseRow {
+                catalog: "default".to_owned(),
+                id: uuid::Uuid::new_v4().to_string(),
+                title: format!("Curso {number}"),
+                title_key: format!("curso {number}"),
+                workload_hours: 10,
+                archived: false,
+                version: 1,
+                created_at: now,
+                updated_at: now,
+            })
+            .collect();
+        let inserts = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::clone(&inserts);
+        connection.set_instrumentation(move |event: InstrumentationEvent<'_>| {
+            if let InstrumentationEvent::StartQuery { query, .. } = event {
+                let sql = query.to_string();
+                if sql.starts_with("INSERT") {
+                    seen.lock().expect("not poisoned").push(sql.split(" VALUES").next().unwrap_or_default().to_owned());
+                }
+            }
+        });
+        let provenance = crate::rules::Provenance::new("import:teste", "importar", "{}");
+        let batch: Vec<&CourseRow> = rows.iter().collect();
+        connection
+            .immediate_transaction(|concrete| {
+                super::insert_imported_batch(&mut super::SqlConnection::Sqlite(concrete), &batch, &provenance)
+            })
+            .expect("inserted");
+
+        let inserts = inserts.lock().expect("not poisoned").clone();
+        let into = |table: &str| inserts.iter().filter(|sql| sql.contains(&format!("INTO `{table}`"))).count();
+        assert_eq!((into("courses"), into("course_history")), (3, 3), "{inserts:?}");
+        let stored: i64 = courses::table.count().get_result(&mut connection).expect("count");
+        assert_eq!(stored, 2_500);
+        let searchable: i64 = diesel::sql_query(
+            "SELECT COUNT(*) AS value FROM courses_title_search WHERE courses_title_search MATCH '\"urso 1\"'",
+        )
+        .get_result::<Counted>(&mut connection)
+        .expect("search")
+        .value;
+        // "urso 1" is in Curso 1, Curso 10–19, 100–199 and 1000–1999: 1 + 10 + 100 + 1000.
+        assert_eq!(searchable, 1_111, "every row is in the trigram index");
+    }
+
+    #[derive(diesel::QueryableByName)]
+    struct Counted {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        value: i64,
     }
 
     fn unique_violation(
