@@ -1009,20 +1009,34 @@ const IMPORT_ROWS_PER_STATEMENT: usize = 1000;
 /// arrival, `before` and `after` both the course as it came (the history's rule: only a version-1
 /// course has no `before`). Multi-row statements of [`IMPORT_ROWS_PER_STATEMENT`] rows, the
 /// courses first (positions and sequence numbers follow the file's order): one statement per
-/// thousand rows instead of two per row (ADR 0053). A unique violation is named by the first row
-/// that explains it ([`SqlConnection::name_title_violation`]); the batch fails whole.
+/// thousand rows instead of two per row (ADR 0053). On SQLite those statements fill two staging
+/// tables ([`ImportStaging`]), and one `INSERT ... SELECT` per table moves the batch. A unique
+/// violation is named by the first row that explains it ([`SqlConnection::name_title_violation`]);
+/// the batch fails whole.
 fn insert_imported_batch(
     connection: &mut SqlConnection<'_>,
     rows: &[&CourseRow],
     provenance: &Provenance,
 ) -> QueryResult<()> {
+    let staging = ImportStaging::open(connection)?;
+    let written = insert_rows_of_batch(connection, rows, provenance).and_then(|()| staging.finish(connection));
+    let closed = staging.close(connection);
+    match (written, closed) {
+        (Err(error), _) => Err(name_batch_violation(connection, error, rows)),
+        (Ok(()), closed) => closed,
+    }
+}
+
+/// The statements of [`insert_imported_batch`]: the courses, then their history entries.
+fn insert_rows_of_batch(
+    connection: &mut SqlConnection<'_>,
+    rows: &[&CourseRow],
+    provenance: &Provenance,
+) -> QueryResult<()> {
     for chunk in rows.chunks(IMPORT_ROWS_PER_STATEMENT) {
-        let inserted = on_backend!(connection, |concrete| diesel::insert_into(courses::table)
+        on_backend!(connection, |concrete| diesel::insert_into(courses::table)
             .values(chunk.to_vec())
-            .execute(concrete));
-        if let Err(error) = inserted {
-            return Err(name_batch_violation(connection, error, chunk));
-        }
+            .execute(concrete))?;
     }
     for chunk in rows.chunks(IMPORT_ROWS_PER_STATEMENT) {
         let values: Vec<NewHistoryRow<'_>> =
@@ -1032,6 +1046,56 @@ fn insert_imported_batch(
             .execute(concrete))?;
     }
     Ok(())
+}
+
+/// An import batch's staging on SQLite (ADR 0053): while it is open, `courses` and
+/// `course_history` name empty TEMP tables of the columns an import writes, without index or
+/// trigger (an unqualified name finds the TEMP schema first), so the batch's multi-row statements
+/// append there cheaply; [`ImportStaging::finish`] moves each into the real table with ONE
+/// `INSERT ... SELECT` in staging order. Every index, trigger and the trigram index of the real
+/// tables is then maintained by one statement per table instead of one per thousand rows: SQLite
+/// saves a page a statement changes into the statement journal once per statement, and FTS5 writes
+/// its pending terms at every statement's savepoint. The staging lives inside the batch's
+/// transaction on the writer's connection and is dropped before anything else runs on it
+/// ([`ImportStaging::close`], on success and failure alike; a rollback drops it too). PostgreSQL
+/// writes to the tables directly.
+#[derive(Debug)]
+struct ImportStaging(());
+
+/// The columns an import writes: all but the keys SQLite assigns in order (`position`, `seq`).
+const STAGED_COURSE_COLUMNS: &str =
+    "catalog, id, title, title_key, workload_hours, archived, version, created_at, updated_at";
+const STAGED_HISTORY_COLUMNS: &str = "catalog, course_id, author, tool, arguments, before_title, \
+     before_workload_hours, before_archived, before_version, before_updated_at, after_title, \
+     after_workload_hours, after_archived, after_version, after_updated_at";
+
+impl ImportStaging {
+    fn open(connection: &mut SqlConnection<'_>) -> QueryResult<Self> {
+        let SqlConnection::Sqlite(concrete) = connection else { return Ok(Self(())) };
+        concrete.batch_execute(&format!(
+            "CREATE TEMP TABLE courses AS SELECT {STAGED_COURSE_COLUMNS} FROM main.courses WHERE 0;
+             CREATE TEMP TABLE course_history AS SELECT {STAGED_HISTORY_COLUMNS} FROM main.course_history WHERE 0;"
+        ))?;
+        Ok(Self(()))
+    }
+
+    /// Moves the staged rows into the real tables, in staging order.
+    fn finish(&self, connection: &mut SqlConnection<'_>) -> QueryResult<()> {
+        let SqlConnection::Sqlite(concrete) = connection else { return Ok(()) };
+        concrete.batch_execute(&format!(
+            "INSERT INTO main.courses ({STAGED_COURSE_COLUMNS}) SELECT {STAGED_COURSE_COLUMNS} FROM temp.courses ORDER BY rowid;"
+        ))?;
+        concrete.batch_execute(&format!(
+            "INSERT INTO main.course_history ({STAGED_HISTORY_COLUMNS}) \
+             SELECT {STAGED_HISTORY_COLUMNS} FROM temp.course_history ORDER BY rowid;"
+        ))
+    }
+
+    /// Drops the staging tables: `courses` names the real table again.
+    fn close(self, connection: &mut SqlConnection<'_>) -> QueryResult<()> {
+        let SqlConnection::Sqlite(concrete) = connection else { return Ok(()) };
+        concrete.batch_execute("DROP TABLE IF EXISTS temp.courses; DROP TABLE IF EXISTS temp.course_history;")
+    }
 }
 
 /// [`SqlConnection::name_title_violation`] for a multi-row insert: the title index when one of
@@ -1515,31 +1579,59 @@ mod tests {
     /// a batch row by row on SQLite when a row's `Insertable` may hold a DEFAULT (its
     /// `treat_none_as_default_value`, on unless turned off), and each row's statement then opened a
     /// statement savepoint, at which FTS5 writes its pending index to disk: one trigram segment and
-    /// one statement journal per row, about three quarters of an import's time (ADR 0053).
+    /// one statement journal per row, about three quarters of an import's time (ADR 0053). The
+    /// multi-row statements fill the staging tables, and one statement per table moves them.
     #[test]
     fn an_import_batch_is_a_few_multi_row_statements_on_sqlite() {
+        let (mut connection, inserts) = instrumented_store();
+        let rows = imported_rows(2_500, "Curso");
+        insert_batch(&mut connection, &rows).expect("inserted");
+
+        let inserts = inserts.lock().expect("not poisoned").clone();
+        let into = |table: &str| inserts.iter().filter(|sql| sql.starts_with(&format!("INSERT INTO {table} "))).count();
+        assert_eq!((into("`courses`"), into("`course_history`")), (3, 3), "{inserts:?}");
+        assert_eq!((into("main.courses"), into("main.course_history")), (1, 1), "{inserts:?}");
+        assert_eq!(count(&mut connection, "SELECT COUNT(*) AS value FROM main.courses"), 2_500);
+        assert_eq!(count(&mut connection, "SELECT COUNT(*) AS value FROM main.course_history"), 2_500);
+        // "urso 1" is in Curso 1, Curso 10–19, 100–199 and 1000–1999: 1 + 10 + 100 + 1000.
+        let search = "SELECT COUNT(*) AS value FROM courses_title_search WHERE courses_title_search MATCH '\"urso 1\"'";
+        assert_eq!(count(&mut connection, search), 1_111, "every row is in the trigram index");
+        let positions = "SELECT COUNT(*) AS value FROM main.courses a JOIN main.courses b ON b.position = a.position + 1 \
+             WHERE CAST(substr(b.title, 7) AS INTEGER) = CAST(substr(a.title, 7) AS INTEGER) + 1";
+        assert_eq!(count(&mut connection, positions), 2_499, "positions follow the batch's order");
+        assert_eq!(count(&mut connection, "SELECT COUNT(*) AS value FROM sqlite_temp_master"), 0, "no staging left");
+    }
+
+    /// A batch whose title another course took after the batch's check (a concurrent rename) fails
+    /// whole, named as the title index, with nothing of it written and no staging table left
+    /// shadowing `courses` on the connection.
+    #[test]
+    fn a_staged_batch_with_a_taken_title_writes_nothing_and_leaves_no_staging() {
+        let (mut connection, _) = instrumented_store();
+        insert_batch(&mut connection, &imported_rows(1, "Tomado")).expect("the holder");
+        let mut rows = imported_rows(1_500, "Curso");
+        rows[1_200].title_key = "tomado 0".to_owned();
+
+        let error = insert_batch(&mut connection, &rows).expect_err("the title is taken");
+        assert!(matches!(write_error("import", error), WriteError::DuplicateTitle));
+        assert_eq!(count(&mut connection, "SELECT COUNT(*) AS value FROM sqlite_temp_master"), 0, "no staging left");
+        assert_eq!(count(&mut connection, "SELECT COUNT(*) AS value FROM courses"), 1, "only the holder");
+        assert_eq!(count(&mut connection, "SELECT COUNT(*) AS value FROM course_history"), 1, "only the holder's");
+        insert_batch(&mut connection, &imported_rows(3, "Depois")).expect("the next batch");
+        assert_eq!(count(&mut connection, "SELECT COUNT(*) AS value FROM main.courses"), 4);
+    }
+
+    type Inserts = std::sync::Arc<std::sync::Mutex<Vec<String>>>;
+
+    /// A migrated SQLite store in memory, and the `INSERT`s it runs from now on (up to `VALUES`).
+    fn instrumented_store() -> (SqliteConnection, Inserts) {
         use diesel::connection::InstrumentationEvent;
         use diesel_migrations::MigrationHarness;
-        use std::sync::{Arc, Mutex};
 
         let mut connection = SqliteConnection::establish(":memory:").expect("in memory");
         connection.run_pending_migrations(crate::store::sqlite::MIGRATIONS).expect("migrated");
-        let now = super::Timestamp(time::OffsetDateTime::now_utc());
-        let rows: Vec<CourseRow> = (0..2_500)
-            .map(|number| CourseRow {
-                catalog: "default".to_owned(),
-                id: uuid::Uuid::new_v4().to_string(),
-                title: format!("Curso {number}"),
-                title_key: format!("curso {number}"),
-                workload_hours: 10,
-                archived: false,
-                version: 1,
-                created_at: now,
-                updated_at: now,
-            })
-            .collect();
-        let inserts = Arc::new(Mutex::new(Vec::new()));
-        let seen = Arc::clone(&inserts);
+        let inserts = Inserts::default();
+        let seen = std::sync::Arc::clone(&inserts);
         connection.set_instrumentation(move |event: InstrumentationEvent<'_>| {
             if let InstrumentationEvent::StartQuery { query, .. } = event {
                 let sql = query.to_string();
@@ -1548,27 +1640,38 @@ mod tests {
                 }
             }
         });
+        (connection, inserts)
+    }
+
+    /// `count` courses titled `{prefix} {n}`, active, version 1.
+    fn imported_rows(count: usize, prefix: &str) -> Vec<CourseRow> {
+        let now = super::Timestamp(time::OffsetDateTime::now_utc());
+        (0..count)
+            .map(|number| CourseRow {
+                catalog: "default".to_owned(),
+                id: uuid::Uuid::new_v4().to_string(),
+                title: format!("{prefix} {number}"),
+                title_key: format!("{} {number}", prefix.to_lowercase()),
+                workload_hours: 10,
+                archived: false,
+                version: 1,
+                created_at: now,
+                updated_at: now,
+            })
+            .collect()
+    }
+
+    /// One import batch in its own immediate transaction, as the writer runs it.
+    fn insert_batch(connection: &mut SqliteConnection, rows: &[CourseRow]) -> Result<(), DieselError> {
         let provenance = crate::rules::Provenance::new("import:teste", "importar", "{}");
         let batch: Vec<&CourseRow> = rows.iter().collect();
-        connection
-            .immediate_transaction(|concrete| {
-                super::insert_imported_batch(&mut super::SqlConnection::Sqlite(concrete), &batch, &provenance)
-            })
-            .expect("inserted");
+        connection.immediate_transaction(|concrete| {
+            super::insert_imported_batch(&mut super::SqlConnection::Sqlite(concrete), &batch, &provenance)
+        })
+    }
 
-        let inserts = inserts.lock().expect("not poisoned").clone();
-        let into = |table: &str| inserts.iter().filter(|sql| sql.contains(&format!("INTO `{table}`"))).count();
-        assert_eq!((into("courses"), into("course_history")), (3, 3), "{inserts:?}");
-        let stored: i64 = courses::table.count().get_result(&mut connection).expect("count");
-        assert_eq!(stored, 2_500);
-        let searchable: i64 = diesel::sql_query(
-            "SELECT COUNT(*) AS value FROM courses_title_search WHERE courses_title_search MATCH '\"urso 1\"'",
-        )
-        .get_result::<Counted>(&mut connection)
-        .expect("search")
-        .value;
-        // "urso 1" is in Curso 1, Curso 10–19, 100–199 and 1000–1999: 1 + 10 + 100 + 1000.
-        assert_eq!(searchable, 1_111, "every row is in the trigram index");
+    fn count(connection: &mut SqliteConnection, sql: &str) -> i64 {
+        diesel::sql_query(sql).get_result::<Counted>(connection).expect("count").value
     }
 
     #[derive(diesel::QueryableByName)]
