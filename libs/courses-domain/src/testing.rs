@@ -94,6 +94,16 @@ pub(crate) fn by() -> crate::rules::Provenance {
     crate::rules::Provenance::new("teste", "criar_curso", "{}")
 }
 
+/// A SQLite database in memory with this version's schema, for tests of the shared SQL layer
+/// (which never names a backend's store itself).
+#[cfg(test)]
+pub(crate) fn migrated_sqlite_in_memory() -> diesel::SqliteConnection {
+    use diesel_migrations::MigrationHarness;
+    let mut connection = diesel::SqliteConnection::establish(":memory:").expect("in memory");
+    connection.run_pending_migrations(crate::store::sqlite::MIGRATIONS).expect("migrated");
+    connection
+}
+
 /// The URL without a password, for messages.
 fn redact(url: &str) -> String {
     match (url.find("://"), url.rfind('@')) {

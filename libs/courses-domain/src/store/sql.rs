@@ -1626,10 +1626,8 @@ mod tests {
     /// A migrated SQLite store in memory, and the `INSERT`s it runs from now on (up to `VALUES`).
     fn instrumented_store() -> (SqliteConnection, Inserts) {
         use diesel::connection::InstrumentationEvent;
-        use diesel_migrations::MigrationHarness;
 
-        let mut connection = SqliteConnection::establish(":memory:").expect("in memory");
-        connection.run_pending_migrations(crate::store::sqlite::MIGRATIONS).expect("migrated");
+        let mut connection = crate::testing::migrated_sqlite_in_memory();
         let inserts = Inserts::default();
         let seen = std::sync::Arc::clone(&inserts);
         connection.set_instrumentation(move |event: InstrumentationEvent<'_>| {
