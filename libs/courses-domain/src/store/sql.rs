@@ -947,22 +947,26 @@ fn import_batch(
     let Some(catalog) = rows.first().map(|row| row.catalog.clone()) else {
         return Ok(ImportWrite { outcomes: Vec::new(), stored: Vec::new() });
     };
-    // Two reads for the whole batch, each on a unique index, instead of two per course.
-    let ids: Vec<&str> = rows.iter().map(|row| row.id.as_str()).collect();
-    let present: Vec<(String, String)> = on_backend!(connection, |concrete| courses::table
-        .filter(courses::id.eq_any(&ids))
-        .select((courses::id, courses::catalog))
-        .load(concrete))?;
-    let mut present: HashMap<String, bool> =
-        present.into_iter().map(|(id, of_catalog)| (id, of_catalog == catalog)).collect();
-    let keys: Vec<&str> = rows.iter().filter(|row| !row.archived).map(|row| row.title_key.as_str()).collect();
-    let held: Vec<String> = on_backend!(connection, |concrete| courses::table
-        .filter(courses::catalog.eq(&catalog))
-        .filter(ActiveCourses)
-        .filter(courses::title_key.eq_any(&keys))
-        .select(courses::title_key)
-        .load(concrete))?;
-    let mut held: HashSet<String> = held.into_iter().collect();
+    // Two reads per IMPORT_LOOKUP_IDS rows of the batch, each on a unique index, instead of two
+    // per course (in pieces: a batch bigger than a backend's bound variables is read too).
+    let mut present: HashMap<String, bool> = HashMap::with_capacity(rows.len());
+    let mut held: HashSet<String> = HashSet::new();
+    for piece in rows.chunks(IMPORT_LOOKUP_IDS) {
+        let ids: Vec<&str> = piece.iter().map(|row| row.id.as_str()).collect();
+        let found: Vec<(String, String)> = on_backend!(connection, |concrete| courses::table
+            .filter(courses::id.eq_any(&ids))
+            .select((courses::id, courses::catalog))
+            .load(concrete))?;
+        present.extend(found.into_iter().map(|(id, of_catalog)| (id, of_catalog == catalog)));
+        let keys: Vec<&str> = piece.iter().filter(|row| !row.archived).map(|row| row.title_key.as_str()).collect();
+        let taken: Vec<String> = on_backend!(connection, |concrete| courses::table
+            .filter(courses::catalog.eq(&catalog))
+            .filter(ActiveCourses)
+            .filter(courses::title_key.eq_any(&keys))
+            .select(courses::title_key)
+            .load(concrete))?;
+        held.extend(taken);
+    }
     let mut outcomes = Vec::with_capacity(rows.len());
     let mut inserted: Vec<&CourseRow> = Vec::new();
     for row in rows {
@@ -996,6 +1000,10 @@ fn import_batch(
     }
     Ok(ImportWrite { outcomes, stored })
 }
+
+/// Ids (and title keys) an import batch looks up per statement: under SQLite's 32,766 bound
+/// variables and PostgreSQL's 65,535 whatever the batch size (`--batch-size`).
+const IMPORT_LOOKUP_IDS: usize = 10_000;
 
 /// The page cache of the SQLite connection that writes an import's batches (ADR 0053).
 const IMPORT_PAGE_CACHE: &str = "PRAGMA cache_size = -32768;";
@@ -1619,6 +1627,34 @@ mod tests {
         assert_eq!(count(&mut connection, "SELECT COUNT(*) AS value FROM course_history"), 1, "only the holder's");
         insert_batch(&mut connection, &imported_rows(3, "Depois")).expect("the next batch");
         assert_eq!(count(&mut connection, "SELECT COUNT(*) AS value FROM main.courses"), 4);
+    }
+
+    /// A batch bigger than SQLite's bound variables (32,766) is checked and written: its lookups
+    /// go in pieces, and a row of a later piece whose id is present or whose title is taken is
+    /// still found (`--batch-size` above about 32k failed with "too many SQL variables").
+    #[test]
+    fn a_batch_beyond_the_bound_variables_is_checked_in_pieces() {
+        use crate::store::port::ImportOutcome;
+
+        let (mut connection, _) = instrumented_store();
+        let holders = imported_rows(2, "Antigo");
+        insert_batch(&mut connection, &holders).expect("the holders");
+        let mut rows = imported_rows(35_000, "Curso");
+        rows[20_000].id.clone_from(&holders[0].id);
+        rows[30_000].title_key.clone_from(&holders[1].title_key);
+        let provenance = crate::rules::Provenance::new("import:teste", "importar", "{}");
+
+        let written = connection
+            .immediate_transaction(|concrete| {
+                super::import_batch(&mut super::SqlConnection::Sqlite(concrete), &rows, Some(&provenance))
+            })
+            .expect("a batch of 35,000 rows");
+        let outcome = |line: usize| written.outcomes[line];
+        assert_eq!(written.outcomes.len(), 35_000);
+        assert!(matches!(outcome(20_000), ImportOutcome::AlreadyPresent), "{:?}", outcome(20_000));
+        assert!(matches!(outcome(30_000), ImportOutcome::TitleTaken), "{:?}", outcome(30_000));
+        assert!(matches!(outcome(34_999), ImportOutcome::Inserted), "{:?}", outcome(34_999));
+        assert_eq!(count(&mut connection, "SELECT COUNT(*) AS value FROM courses"), 2 + 35_000 - 2);
     }
 
     type Inserts = std::sync::Arc<std::sync::Mutex<Vec<String>>>;
