@@ -117,7 +117,12 @@ rm -rf "$OUT"; mkdir -p "$OUT/data" "$OUT/logs"
 log "catalog of $CATALOG active courses (bench scale loader)"
 "$BIN/scale" --sizes "$CATALOG" --iterations 5 --dir "$OUT/data" --keep >/dev/null 2>"$OUT/logs/scale.log"
 SEED_DB="$OUT/data/cursos-$CATALOG.db"
-for copy in json sse stdio json0 sse0 jwt; do cp "$SEED_DB" "$OUT/data/$copy.db"; done
+# The loader exits with its last writes still in the WAL, and a checkpoint may have copied only
+# part of them into the file: the file alone can be malformed. Copy each with its WAL.
+for copy in json sse stdio json0 sse0 jwt; do
+  cp "$SEED_DB" "$OUT/data/$copy.db"
+  if [[ -f "$SEED_DB-wal" ]]; then cp "$SEED_DB-wal" "$OUT/data/$copy.db-wal"; fi
+done
 
 # ---------------------------------------------------------------- servers
 declare -A PID URL
