@@ -440,20 +440,102 @@ impl SqlBackend for SqliteStore {
 /// `courses.catalog = ?` on `courses_active_position` for the more selective side, walked the
 /// whole catalog and ran the full-text match once per course (hundreds of milliseconds at a
 /// million courses). `ORDER BY rowid` is what the index yields anyway (no sort), said out loud.
+///
+/// The index is asked for the key's [`covering_trigrams`], not for the key as a phrase of all its
+/// trigrams (ADR 0055): a phrase of a 7-character key reads 5 posting lists and their positions,
+/// the cover 3 lists; `instr` then keeps the courses whose title key holds the key itself, which
+/// is exactly what the phrase matched (a title key is already folded, so the trigram tokenizer's
+/// own case folding changes nothing in it). The cover is a filter that may let through a course
+/// holding the trigrams apart, never one that drops a match.
 impl ContainingSearch for SqliteConnection {
     fn title_keys_containing(&mut self, catalog: &CatalogName, key: &str, limit: i64) -> QueryResult<Vec<CourseRow>> {
-        let phrase = format!("\"{}\"", key.replace('"', "\"\""));
         diesel::sql_query(
             "SELECT courses.catalog, courses.id, courses.title, courses.title_key, courses.workload_hours, courses.archived, \
                     courses.version, courses.created_at, courses.updated_at \
              FROM courses_title_search CROSS JOIN courses ON courses.position = courses_title_search.rowid \
              WHERE courses_title_search MATCH ? AND courses.catalog = ? AND courses.archived = 0 \
+                   AND instr(courses.title_key, ?) > 0 \
              ORDER BY courses_title_search.rowid \
              LIMIT ?",
         )
-        .bind::<diesel::sql_types::Text, _>(phrase)
+        .bind::<diesel::sql_types::Text, _>(covering_trigrams(key))
         .bind::<diesel::sql_types::Text, _>(catalog.as_str())
+        .bind::<diesel::sql_types::Text, _>(key)
         .bind::<diesel::sql_types::BigInt, _>(limit)
         .load::<CourseRow>(self)
+    }
+}
+
+/// The FTS5 query that asks the trigram index for the fewest trigrams of `key` (three characters
+/// or more) that together hold each of its characters: those starting at 0, 3, 6, … and the last
+/// one, each a quoted string (FTS5's implicit AND between them). A title key holding `key` holds
+/// all of them, so every match of the key is among the index's answers.
+fn covering_trigrams(key: &str) -> String {
+    let starts: Vec<usize> = key.char_indices().map(|(start, _)| start).collect();
+    let trigram_at = |index: usize| {
+        let end = starts.get(index + 3).copied().unwrap_or(key.len());
+        format!("\"{}\"", key[starts[index]..end].replace('"', "\"\""))
+    };
+    let last = starts.len().saturating_sub(3);
+    let mut indexes: Vec<usize> = (0..last).step_by(3).collect();
+    indexes.push(last);
+    indexes.into_iter().map(trigram_at).collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::covering_trigrams;
+
+    /// The terms of an FTS5 query made of quoted strings separated by spaces.
+    fn terms(query: &str) -> Vec<String> {
+        let mut terms = Vec::new();
+        let mut chars = query.chars().peekable();
+        while let Some(opening) = chars.next() {
+            assert_eq!(opening, '"', "{query}");
+            let mut term = String::new();
+            loop {
+                match chars.next().expect("a closing quote") {
+                    '"' if chars.peek() == Some(&'"') => {
+                        chars.next();
+                        term.push('"');
+                    }
+                    '"' => break,
+                    other => term.push(other),
+                }
+            }
+            terms.push(term);
+            assert!(matches!(chars.next(), None | Some(' ')), "{query}");
+        }
+        terms
+    }
+
+    #[test]
+    fn the_trigrams_asked_of_the_index_hold_every_character_of_the_key() {
+        assert_eq!(covering_trigrams("abc"), r#""abc""#);
+        assert_eq!(covering_trigrams("abcd"), r#""abc" "bcd""#);
+        assert_eq!(covering_trigrams("abcdef"), r#""abc" "def""#);
+        assert_eq!(covering_trigrams("0123456"), r#""012" "345" "456""#);
+        assert_eq!(covering_trigrams("introdução"), r#""int" "rod" "uçã" "ção""#);
+        assert_eq!(covering_trigrams(r#"a"b"c"#), r#""a""b" "b""c""#);
+        for key in ["abc", "abcd", "abcde", "abcdefghij", "ção de ação", "abcdefghijklm", r#"x "y" z"#] {
+            let chars: Vec<char> = key.chars().collect();
+            let mut covered = vec![false; chars.len()];
+            let terms = terms(&covering_trigrams(key));
+            assert!(terms.len() <= chars.len().div_ceil(3) + 1, "{key}: {terms:?}");
+            // The terms come in the order of where they start in the key, each after the last.
+            let mut from = 0;
+            for term in &terms {
+                let trigram: Vec<char> = term.chars().collect();
+                assert_eq!(trigram.len(), 3, "{key}: {term}");
+                let at = from
+                    + chars[from..]
+                        .windows(3)
+                        .position(|window| window == trigram.as_slice())
+                        .expect("a trigram of the key");
+                covered[at..at + 3].iter_mut().for_each(|character| *character = true);
+                from = at + 1;
+            }
+            assert!(covered.iter().all(|&character| character), "{key}: {covered:?}");
+        }
     }
 }
