@@ -325,7 +325,7 @@ mod tests {
             }
         }
 
-        for number in 1..LEADERS {
+        for number in (0..LEADERS).skip(1) {
             statements.open(number);
         }
         for (number, leader) in leaders.into_iter().enumerate() {
@@ -378,7 +378,8 @@ mod tests {
                 })
             })
         };
-        let others: Vec<_> = (1..LEADERS)
+        let others: Vec<_> = (0..LEADERS)
+            .skip(1)
             .map(|_| read_on_a_thread(&reads, &statements, &courses, (main.clone(), courses[0].1.id())))
             .collect();
         poll_until("every leader in its statement", || statements.count() == LEADERS);
