@@ -76,7 +76,10 @@ async fn a_generated_key_is_kept_as_its_hash_only_and_a_restart_accepts_it_witho
 
     let second = restart_backend_keeping_generated_key(&database, &key, &[]).await;
     accepted(&second, &key).await;
-    let wrong = format!("{}0", &key[..key.len() - 1]);
+    // The key with its last character changed (a key ending in '0' once made this "wrong" key the key).
+    let last = if key.ends_with('0') { '1' } else { '0' };
+    let wrong = format!("{}{last}", &key[..key.len() - 1]);
+    assert_ne!(wrong, key);
     assert_eq!(status_with_key(&second, &wrong).await, StatusCode::UNAUTHORIZED, "a wrong key is still refused");
     let log = second.stderr.all();
     let said = format!("the API key generated on {} is in use", fields[1]);
