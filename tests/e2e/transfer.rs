@@ -308,6 +308,11 @@ fn interrupt_after_first_progress(mut command: Command, progress: &str) -> (Opti
 #[test]
 fn ctrl_c_stops_an_import_between_batches_and_the_same_command_again_finishes_it() {
     let (folder, database) = fresh_database();
+    // A database with a course already: the import goes batch by batch (into an empty one it is
+    // one transaction, ADR 0057: the test below).
+    let first = folder.path().join("primeiro.csv");
+    std::fs::write(&first, "titulo,cargaHoraria\nO primeiro curso,1\n").expect("write");
+    run_ok(Target::Sqlite(&database), &["import", first.to_str().expect("UTF-8")]);
     let file = folder.path().join("grande.csv");
     let rows: String = (0..3_000).map(|index| format!("Curso {index},{}\n", 1 + index % 1000)).collect();
     std::fs::write(&file, format!("titulo,cargaHoraria\n{rows}")).expect("write");
@@ -327,11 +332,35 @@ fn ctrl_c_stops_an_import_between_batches_and_the_same_command_again_finishes_it
     assert!(written > 0 && written < 3_000, "stopped in the middle: {written}");
     assert_eq!(written % 10, 0, "whole batches only: {written}");
     let exported = export(Target::Sqlite(&database), &[]);
-    assert_eq!(header_of(&exported)["total"], written, "the database holds exactly what was reported");
+    assert_eq!(header_of(&exported)["total"], written + 1, "the database holds exactly what was reported");
 
     let rest = run_ok(Target::Sqlite(&database), &["import", file_arg]);
     assert_eq!(rest.trim(), format!("import: {} written, {written} already present, 0 refused", 3_000 - written));
-    assert_eq!(header_of(&export(Target::Sqlite(&database), &[]))["total"], 3_000);
+    assert_eq!(header_of(&export(Target::Sqlite(&database), &[]))["total"], 3_001);
+}
+
+#[test]
+fn ctrl_c_stops_an_import_into_an_empty_database_with_nothing_written_and_the_same_command_again_does_it_all() {
+    let (folder, database) = fresh_database();
+    let file = folder.path().join("grande.csv");
+    let rows: String = (0..50_000).map(|index| format!("Curso {index},{}\n", 1 + index % 1000)).collect();
+    std::fs::write(&file, format!("titulo,cargaHoraria\n{rows}")).expect("write");
+    let file_arg = file.to_str().expect("UTF-8");
+    // Batches of 10 in one pass: the interrupt, sent at the first progress line, finds thousands
+    // of batches still to go.
+    let command = backend_command(Target::Sqlite(&database), &["import", file_arg, "--partial", "--batch-size", "10"]);
+    let (status, stdout, stderr) = interrupt_after_first_progress(command, "import: ");
+    assert_eq!(status, Some(130), "{stdout}{stderr}");
+    assert!(stdout.contains("nothing written") && stdout.contains("run the same command again"), "{stdout}");
+    assert_eq!(header_of(&export(Target::Sqlite(&database), &[]))["total"], 0, "one transaction, rolled back");
+
+    let all = run_ok(Target::Sqlite(&database), &["import", file_arg]);
+    assert_eq!(all.trim(), "import: 50000 written, 0 already present, 0 refused");
+    let exported = export(Target::Sqlite(&database), &[]);
+    assert_eq!(header_of(&exported)["total"], 50_000);
+    let courses = courses_of(&exported);
+    assert_eq!(courses.first().map(|course| course["titulo"].clone()), Some("Curso 0".into()), "in file order");
+    assert_eq!(courses.last().map(|course| course["titulo"].clone()), Some("Curso 49999".into()));
 }
 
 #[test]

@@ -3,7 +3,9 @@
 //!
 //! It reads its file twice by default: a check of every row (rules, duplicates within the file,
 //! against the catalog) that writes nothing, then the writing, in batches of one transaction each.
-//! With `--partial`, one pass that writes the valid rows. Rows already in the catalog (same id; a
+//! With `--partial`, one pass that writes the valid rows. Into a database with no course yet, one
+//! pass into ONE transaction, which a refused row (without `--partial`) or an interruption rolls
+//! back whole (ADR 0057). Rows already in the catalog (same id; a
 //! row without id gets a UUID v5 of catalog and title key) are skipped: importing a file again
 //! changes nothing, and an interrupted import is resumed by running it again. The rules are the
 //! domain's ([`courses_domain::ImportPass`]), their sentences the contract's.
@@ -13,7 +15,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use courses_domain::{Catalog, CatalogName, Course, ImportPass, OffsetDateTime, Provenance, RowOutcome, WriteError};
+use courses_domain::{
+    BulkImport, Catalog, CatalogName, Course, ImportPass, OffsetDateTime, Provenance, RowOutcome, WriteError,
+};
 use mcp_server::portable::{self, FieldError, ImportRow};
 
 use super::progress::{EXIT_INTERRUPTED, Interrupt, Progress};
@@ -106,6 +110,8 @@ struct Tally {
     /// The last line handled.
     line: u64,
     interrupted: bool,
+    /// Written as one transaction into an empty database (ADR 0057): interrupted, nothing stays.
+    bulk: bool,
 }
 
 impl Tally {
@@ -147,9 +153,20 @@ fn import_blocking(database: &Database, arguments: &ImportArgs, interrupt: &Inte
     let run = Run { catalog: &catalog, source: &source, format, arguments, provenance: &provenance, interrupt, now };
     let mut stdout = super::stdout();
 
+    // Into a database with no course yet (ADR 0057): ONE pass, into one transaction with the
+    // indexes built at its end. It refuses what the check would have (the rules, the file's
+    // duplicates; an empty database has nothing to collide with) and, unless --partial, writes
+    // nothing once a row is refused: the check pass would only read the file twice.
+    let bulk = if arguments.dry_run {
+        None
+    } else {
+        catalog
+            .begin_bulk_import(&provenance)
+            .map_err(|error| anyhow::Error::from(error).context("cannot start the import"))?
+    };
     let mut expected = None;
-    if ImportPass::checks_first(arguments.partial, arguments.dry_run) {
-        let checked = run.pass(ImportPass::Check, None)?;
+    if bulk.is_none() && ImportPass::checks_first(arguments.partial, arguments.dry_run) {
+        let checked = run.pass(ImportPass::Check, None, None)?;
         if checked.interrupted {
             writeln!(stdout, "import interrupted while checking (line {}): nothing written", checked.line)?;
             return Ok(EXIT_INTERRUPTED);
@@ -168,7 +185,24 @@ fn import_blocking(database: &Database, arguments: &ImportArgs, interrupt: &Inte
         }
         expected = Some(checked.new + checked.present);
     }
-    let written = run.pass(ImportPass::Write, expected)?;
+    let written = run.pass(ImportPass::Write, expected, bulk)?;
+    if written.interrupted && written.bulk {
+        writeln!(
+            stdout,
+            "import interrupted after line {}: nothing written (into an empty database an import is one transaction); \
+             run the same command again",
+            written.line
+        )?;
+        return Ok(EXIT_INTERRUPTED);
+    }
+    if written.bulk && written.refused > 0 && !arguments.partial {
+        writeln!(
+            stdout,
+            "import: {}; nothing written (fix the lines above, or use --partial to write the valid rows)",
+            written.counts("new")
+        )?;
+        return Ok(1);
+    }
     if written.interrupted {
         writeln!(
             stdout,
@@ -295,11 +329,18 @@ impl Rows {
 }
 
 impl Run<'_> {
-    fn pass(&self, pass: ImportPass, total: Option<u64>) -> anyhow::Result<Tally> {
+    /// One pass over the file; `bulk`, an import into an empty database to write into (ADR 0057):
+    /// then the only pass, committed at the end unless a row was refused (and not `--partial`).
+    fn pass(
+        &self,
+        pass: ImportPass,
+        total: Option<u64>,
+        mut bulk: Option<Box<dyn BulkImport + '_>>,
+    ) -> anyhow::Result<Tally> {
         let what = if pass == ImportPass::Check { "import (check)" } else { "import" };
         let progress = Progress::start(what, "rows", total);
         let (mut rows, bad_header) = Rows::open(self.source, self.format)?;
-        let mut tally = Tally::default();
+        let mut tally = Tally { bulk: bulk.is_some(), ..Tally::default() };
         let mut reported = 0_u64;
         let mut report = |tally: &mut Tally, line: u64, errors: &[FieldError]| {
             tally.refused += 1;
@@ -317,8 +358,10 @@ impl Run<'_> {
             progress.finish("refused");
             return Ok(tally);
         }
-        let mut seen =
-            pass.in_file_duplicates(ImportPass::checks_first(self.arguments.partial, self.arguments.dry_run));
+        // A bulk import is the only pass: it finds the file's duplicates itself, as the store
+        // requires of every row it is given.
+        let checked_first = bulk.is_none() && ImportPass::checks_first(self.arguments.partial, self.arguments.dry_run);
+        let mut seen = pass.in_file_duplicates(checked_first);
         let batch_size = usize::try_from(self.arguments.batch_size).unwrap_or(usize::MAX);
         let (mut lines, mut courses): (Vec<u64>, Vec<Course>) = (Vec::new(), Vec::with_capacity(batch_size));
         loop {
@@ -338,7 +381,24 @@ impl Run<'_> {
                 }
             }
             if courses.len() >= batch_size || (end && !courses.is_empty()) {
-                for (line, outcome) in lines.iter().zip(self.store_batch(&lines, &courses, pass)?) {
+                let outcomes = if tally.bulk {
+                    if tally.refused > 0 && !self.arguments.partial {
+                        // A row was refused: nothing will be written. The transaction is rolled
+                        // back now, and the rest of the file only checked.
+                        bulk = None;
+                    }
+                    if let Some(bulk) = bulk.as_mut() {
+                        let (first, last) = (lines.first().copied().unwrap_or(0), lines.last().copied().unwrap_or(0));
+                        bulk.add(&courses).map_err(|error| {
+                            anyhow::Error::from(error)
+                                .context(format!("cannot import the lines {first}-{last}; nothing was written"))
+                        })?;
+                    }
+                    vec![RowOutcome::Inserted; courses.len()]
+                } else {
+                    self.store_batch(&lines, &courses, pass)?
+                };
+                for (line, outcome) in lines.iter().zip(outcomes) {
                     match outcome {
                         RowOutcome::Inserted => tally.new += 1,
                         RowOutcome::AlreadyPresent => tally.present += 1,
@@ -352,6 +412,10 @@ impl Run<'_> {
                 courses.clear();
                 // Between batches, each committed whole: where Ctrl-C stops (ADR 0040).
                 if self.interrupt.requested() && !end {
+                    // A bulk import is rolled back whole as it is dropped.
+                    if bulk.take().is_some() {
+                        tally.new = 0;
+                    }
                     tally.interrupted = true;
                     progress.finish("interrupted");
                     return Ok(tally);
@@ -361,7 +425,17 @@ impl Run<'_> {
                 break;
             }
         }
-        progress.finish("done");
+        if tally.bulk && tally.refused > 0 && !self.arguments.partial {
+            drop(bulk);
+            progress.finish("refused");
+        } else if let Some(bulk) = bulk {
+            progress.finish("stored, building the indexes");
+            bulk.commit().map_err(|error| {
+                anyhow::Error::from(error).context("cannot finish the import (one transaction: nothing was written)")
+            })?;
+        } else {
+            progress.finish("done");
+        }
         Ok(tally)
     }
 

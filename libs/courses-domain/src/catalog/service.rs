@@ -9,8 +9,8 @@ use crate::rules::{
     HistoryPage, IdempotencyKey, NewCourse, PageCursor, PageSize, Provenance, TitleSearchKey,
 };
 use crate::store::port::{
-    ChangeFollower, CourseStore, ExportEnd, ExportSink, IdempotentInsert, ImportOutcome, PoolStatus, RemoteChange,
-    Replaced, StoreError, Unwritable, WriteError, inline_read,
+    BulkImport, ChangeFollower, CourseStore, ExportEnd, ExportSink, IdempotentInsert, ImportOutcome, PoolStatus,
+    RemoteChange, Replaced, StoreError, Unwritable, WriteError, inline_read,
 };
 
 /// How many times an update retries when another writer changed the course in between.
@@ -547,6 +547,18 @@ impl Catalog {
             }
         }
         Ok(outcomes)
+    }
+
+    /// An import into this catalog of a database that holds no course yet, as ONE transaction
+    /// ([`CourseStore::begin_bulk_import`], ADR 0057), or `None`: then batch by batch,
+    /// [`Catalog::import_rows`]. Its rows are not announced to this catalog's observers (the
+    /// `import` command has none; a server on the file learns of them from the file, ADR 0030).
+    /// **Blocking**, as [`Catalog::import_batch`].
+    ///
+    /// # Errors
+    /// [`WriteError`] when the database cannot be opened, locked or read.
+    pub fn begin_bulk_import(&self, provenance: &Provenance) -> Result<Option<Box<dyn BulkImport + '_>>, WriteError> {
+        self.store.begin_bulk_import(&self.name, provenance)
     }
 
     /// Sends the whole catalog to `sink` from one snapshot ([`CourseStore::export`], ADR 0040).

@@ -35,6 +35,7 @@ use crate::store::postgres::PostgresStore;
 use crate::store::sql::schema::{catalog_counters, course_creations, course_history, course_history_evidence, courses};
 use crate::store::sql::{SqlConnection, Timestamp};
 use crate::store::sqlite::SqliteStore;
+use crate::store::sqlite::bulk::DeferredIndexes;
 
 /// Rows written per `INSERT` (and between two checks of [`MigrationProgress::stop_requested`]):
 /// 16 columns × 1000 stays under both backends' limits on bound parameters.
@@ -303,7 +304,16 @@ impl Owned {
             // cache spills them to the WAL and reads them back many times in one transaction.
             Self::Sqlite(connection) => {
                 connection.batch_execute("PRAGMA cache_size = -65536;").map_err(step("sizing the page cache"))?;
-                connection.immediate_transaction(|connection| body(&mut SqlConnection::Sqlite(connection)))
+                // The target's indexes and the trigram index's trigger are set aside while the
+                // rows go in and built once after them, in this transaction (ADR 0057): no other
+                // writer can slip in meanwhile, and a reader keeps the snapshot from before.
+                connection.immediate_transaction(|connection| {
+                    let deferred =
+                        DeferredIndexes::drop_all(connection).map_err(step("setting the target's indexes aside"))?;
+                    let result = body(&mut SqlConnection::Sqlite(connection))?;
+                    deferred.rebuild(connection).map_err(|(_, error)| step("building the target's indexes")(error))?;
+                    Ok(result)
+                })
             }
             Self::Postgres(connection) => connection.transaction(|connection| {
                 // Explicit positions and sequence numbers go into identity columns that are

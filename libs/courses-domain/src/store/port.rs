@@ -129,6 +129,30 @@ pub enum ImportOutcome {
     IdTaken,
 }
 
+/// An import into a database that holds no course at all, written as ONE transaction with the
+/// indexes built once at the end ([`CourseStore::begin_bulk_import`], ADR 0057). The database's
+/// write lock is held from [`begin_bulk_import`](CourseStore::begin_bulk_import) until
+/// [`commit`](Self::commit); dropping it without a commit rolls everything back: nothing of the
+/// import is written.
+pub trait BulkImport {
+    /// Stores `courses`, each with one history entry, in file order. The caller has refused every
+    /// row that repeats an earlier one's id or active title (the import's in-file duplicates): the
+    /// store looks nothing up (the database was empty), and a repeat that got through anyway fails
+    /// the whole import (the id when it is stored, the title when its index is built).
+    ///
+    /// # Errors
+    /// [`WriteError`]: the import can only be dropped (rolled back).
+    fn add(&mut self, courses: &[Course]) -> Result<(), WriteError>;
+
+    /// Builds the indexes left out while the rows went in and commits: every course at once, or
+    /// (on an error) none.
+    ///
+    /// # Errors
+    /// [`WriteError`]: nothing was written ([`WriteError::DuplicateTitle`]: two active courses of
+    /// the import share a title), unless [`WriteError::OutcomeUnknown`].
+    fn commit(self: Box<Self>) -> Result<(), WriteError>;
+}
+
 /// Where [`CourseStore::export`] sends the catalog, one course at a time, in creation order.
 /// Returning [`ControlFlow::Break`](std::ops::ControlFlow::Break) stops the export (the sink keeps
 /// its own reason: an output error, an interrupt).
@@ -278,6 +302,22 @@ pub trait CourseStore: Send + Sync + std::fmt::Debug + 'static {
         provenance: &Provenance,
         dry_run: bool,
     ) -> Result<Vec<ImportOutcome>, WriteError>;
+
+    /// Starts a [`BulkImport`] into `catalog`, with `provenance` on every history entry, when this
+    /// store has one and its database holds no course of any catalog (checked under the write lock,
+    /// which the import then keeps); `None` otherwise (PostgreSQL; a database with courses), and an
+    /// import goes batch by batch ([`import_batch`](Self::import_batch)).
+    ///
+    /// # Errors
+    /// [`WriteError`] when the database cannot be opened, locked or read.
+    fn begin_bulk_import(
+        &self,
+        catalog: &CatalogName,
+        provenance: &Provenance,
+    ) -> Result<Option<Box<dyn BulkImport + '_>>, WriteError> {
+        let _ = (catalog, provenance);
+        Ok(None)
+    }
 
     /// Sends the whole catalog, active and archived courses in creation order (and each course's
     /// history when `with_history`), to `sink`, from ONE read transaction (SQLite: one WAL

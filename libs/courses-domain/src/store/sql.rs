@@ -37,8 +37,8 @@ use crate::rules::{
     HistoryEntry, IdempotencyKey, PageCursor, Provenance, Rekey, TitleSearchKey, WorkloadHours,
 };
 use crate::store::port::{
-    ChangeFollower, CourseStore, ExportEnd, ExportSink, IdempotentInsert, ImportOutcome, PoolStatus, RemoteChange,
-    Replaced, StoreError, Unwritable, WriteError,
+    BulkImport, ChangeFollower, CourseStore, ExportEnd, ExportSink, IdempotentInsert, ImportOutcome, PoolStatus,
+    RemoteChange, Replaced, StoreError, Unwritable, WriteError,
 };
 
 /// The partial unique index on active courses' title keys, by the same name on both backends: a
@@ -637,6 +637,19 @@ pub(crate) trait SqlBackend: Send + Sync + std::fmt::Debug + 'static {
     where
         T: Written + Send + 'static;
 
+    /// [`CourseStore::begin_bulk_import`]; by default none (the import goes batch by batch).
+    ///
+    /// # Errors
+    /// [`WriteError`] when the database cannot be opened, locked or read.
+    fn begin_bulk_import(
+        &self,
+        catalog: &CatalogName,
+        provenance: &Provenance,
+    ) -> Result<Option<Box<dyn BulkImport + '_>>, WriteError> {
+        let _ = (catalog, provenance);
+        Ok(None)
+    }
+
     /// [`CourseStore::reads_inline`]; by default false, as for any store behind a network.
     fn reads_inline(&self) -> bool {
         false
@@ -732,6 +745,14 @@ impl<Store: SqlBackend> CourseStore for Store {
             import_batch(connection, &rows, Some(&provenance))
         })?;
         Ok(written.outcomes)
+    }
+
+    fn begin_bulk_import(
+        &self,
+        catalog: &CatalogName,
+        provenance: &Provenance,
+    ) -> Result<Option<Box<dyn BulkImport + '_>>, WriteError> {
+        SqlBackend::begin_bulk_import(self, catalog, provenance)
     }
 
     fn export(
@@ -1006,7 +1027,7 @@ fn import_batch(
 const IMPORT_LOOKUP_IDS: usize = 10_000;
 
 /// The page cache of the SQLite connection that writes an import's batches (ADR 0053).
-const IMPORT_PAGE_CACHE: &str = "PRAGMA cache_size = -32768;";
+pub(crate) const IMPORT_PAGE_CACHE: &str = "PRAGMA cache_size = -32768;";
 
 /// Rows per multi-row `INSERT` of an import's batch: 15 history columns × 1,000 bound values
 /// stay under both backends' limits (SQLite's 32,766, PostgreSQL's 65,535).
@@ -1021,7 +1042,7 @@ const IMPORT_ROWS_PER_STATEMENT: usize = 1000;
 /// tables ([`ImportStaging`]), and one `INSERT ... SELECT` per table moves the batch. A unique
 /// violation is named by the first row that explains it ([`SqlConnection::name_title_violation`]);
 /// the batch fails whole.
-fn insert_imported_batch(
+pub(crate) fn insert_imported_batch(
     connection: &mut SqlConnection<'_>,
     rows: &[&CourseRow],
     provenance: &Provenance,

@@ -16,6 +16,7 @@ on_both_stores! {
         another_process_following_the_database_hears_of_every_imported_course,
         an_export_sees_one_point_in_time_while_another_writer_goes_on,
         an_export_with_history_sends_each_courses_entries_oldest_first,
+        a_bulk_import_is_offered_into_an_empty_sqlite_database_only,
 }
 
 fn catalog() -> CatalogName {
@@ -259,4 +260,16 @@ fn an_export_with_history_sends_each_courses_entries_oldest_first(backend: Backe
     let mut without = Collect { total: None, courses: Vec::new(), during: None };
     store.export(&catalog(), false, 100, &mut without).expect("exported");
     assert!(without.courses.iter().all(|(_, history)| history.is_empty()), "no history unless asked");
+}
+
+/// ADR 0057: SQLite offers one transaction for an import into a database with no course; a
+/// database with a course (of any catalog), and PostgreSQL, import batch by batch.
+fn a_bulk_import_is_offered_into_an_empty_sqlite_database_only(backend: Backend) {
+    let database = TestDatabase::new(backend);
+    let store = database.open_store();
+    let offered = store.begin_bulk_import(&catalog(), &importer()).expect("asked").is_some();
+    assert_eq!(offered, matches!(backend, Backend::Sqlite));
+    let elsewhere = CatalogName::parse("outra").expect("valid");
+    store.insert(&elsewhere, &imported("Go", 3), &by()).expect("stored: no import holds the lock");
+    assert!(store.begin_bulk_import(&catalog(), &importer()).expect("asked").is_none());
 }

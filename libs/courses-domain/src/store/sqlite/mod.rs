@@ -13,6 +13,7 @@
 //! connection and how a write reaches the writer thread, and the trigram search.
 
 pub(crate) mod backup;
+pub(crate) mod bulk;
 #[cfg(test)]
 mod failure_tests;
 mod file;
@@ -31,13 +32,14 @@ use diesel::result::{DatabaseErrorKind, Error as DieselError};
 use diesel::sqlite::SqliteConnection;
 use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
 
-use crate::rules::{CatalogName, Course, CourseId};
-use crate::store::port::{ChangeFollower, RemoteChange, StoreError, Unwritable, WriteError, inline_read};
+use crate::rules::{CatalogName, Course, CourseId, Provenance};
+use crate::store::port::{BulkImport, ChangeFollower, RemoteChange, StoreError, Unwritable, WriteError, inline_read};
 use crate::store::sql::read_pool::{Checkout, ReadPool};
 use crate::store::sql::{
     self, ChangeSummary, ContainingSearch, CourseRow, SharedRead, SharedWrite, SqlBackend, SqlConnection, WriteResult,
     Written, write_error,
 };
+use crate::store::sqlite::bulk::SqliteBulkImport;
 use crate::store::sqlite::file::DatabaseFile;
 use crate::store::sqlite::follow::OwnWrites;
 use crate::store::sqlite::read_cache::ReadCache;
@@ -410,6 +412,23 @@ impl SqlBackend for SqliteStore {
         T: Written + Send + 'static,
     {
         self.write(context, move |connection| write(&mut SqlConnection::Sqlite(connection)))
+    }
+
+    /// On a connection of its own, in one transaction that keeps the write lock (ADR 0057); the
+    /// writer thread waits meanwhile (only the `import` command bulk-imports, and writes nothing
+    /// else). Its history rows are not among the writer's own: a follower in this process would
+    /// announce them (none runs in `import`).
+    fn begin_bulk_import(
+        &self,
+        catalog: &CatalogName,
+        provenance: &Provenance,
+    ) -> Result<Option<Box<dyn BulkImport + '_>>, WriteError> {
+        self.file.has_room().map_err(WriteError::Unwritable)?;
+        let connection = writer::open(&self.path.to_string_lossy(), &self.settings)
+            .map_err(|error| WriteError::Store(StoreError::new("cannot open the database for the import", error)))?;
+        let import = SqliteBulkImport::begin(connection, catalog, provenance)
+            .map_err(|error| write_error("cannot start the import", error))?;
+        Ok(import.map(|import| Box::new(import) as Box<dyn BulkImport + '_>))
     }
 
     /// A local file, indexed reads of at most one page (100 courses), and WAL: a reader never

@@ -1,0 +1,388 @@
+//! Bulk writes into a SQLite file (ADR 0057): [`DeferredIndexes`], the indexes and the full-text
+//! trigger left out while the rows of one transaction go in and built once at its end, and
+//! [`SqliteBulkImport`], an `import` into a database with no course at all, written that way.
+//!
+//! Kept row by row, every index over random keys (ids, title keys) and the trigram index take a
+//! page walk per row, and past the page cache each walk reads and writes pages of the file: at a
+//! million courses that was four fifths of an import's time. Built once over the full table, an
+//! index is one sort and the trigram index one `rebuild` (one merged segment, as a search wants it).
+//! That is only safe in ONE transaction that holds the write lock from before the rows until after
+//! the indexes: no other writer can add a row the missing unique index would have refused, and no
+//! reader ever sees the tables without their indexes (WAL readers keep the snapshot before it).
+
+use diesel::connection::SimpleConnection;
+use diesel::prelude::*;
+use diesel::result::{DatabaseErrorKind, Error as DieselError};
+use diesel::sql_types::Text;
+use diesel::sqlite::SqliteConnection;
+
+use crate::rules::{CatalogName, Course, Provenance};
+use crate::store::port::{BulkImport, StoreError, WriteError};
+use crate::store::sql::schema::courses;
+use crate::store::sql::{self, CourseRow, IMPORT_PAGE_CACHE, SqlConnection, TITLE_INDEX, write_error};
+
+/// The trigger that adds each new course's title key to the trigram index (migration
+/// `catalog_scale`), and that index.
+const SEARCH_INSERT_TRIGGER: &str = "courses_search_insert";
+const SEARCH_INDEX: &str = "courses_title_search";
+
+/// The page cache while the indexes are built ([`DeferredIndexes::rebuild`]).
+const BUILD_PAGE_CACHE: &str = "PRAGMA cache_size = -2048;";
+
+/// One object of the schema, as `sqlite_master` holds it.
+#[derive(Debug, QueryableByName)]
+struct SchemaObject {
+    #[diesel(sql_type = Text)]
+    kind: String,
+    #[diesel(sql_type = Text)]
+    name: String,
+    #[diesel(sql_type = Text)]
+    sql: String,
+}
+
+/// What [`DeferredIndexes::drop_all`] dropped, to build again with [`DeferredIndexes::rebuild`].
+#[derive(Debug)]
+pub(crate) struct DeferredIndexes {
+    /// Each index's name and its `CREATE INDEX` statement, as the schema holds it.
+    indexes: Vec<(String, String)>,
+    /// The trigram index's insert trigger, when the schema has it.
+    search_trigger: Option<String>,
+}
+
+impl DeferredIndexes {
+    /// Drops, in the caller's transaction, every index the schema declares on the tables a bulk
+    /// write fills (not the automatic index of a PRIMARY KEY or UNIQUE column: `courses.id`'s
+    /// uniqueness is still checked row by row, and the history's foreign key finds its course
+    /// through it) and the trigger that feeds the trigram index. Read from `sqlite_master`, not
+    /// named here, so a later migration's index is built again too, by its own statement.
+    pub(crate) fn drop_all(connection: &mut SqliteConnection) -> QueryResult<Self> {
+        let objects: Vec<SchemaObject> = diesel::sql_query(
+            "SELECT type AS kind, name, sql FROM sqlite_master
+             WHERE (type = 'index' AND sql IS NOT NULL
+                    AND tbl_name IN ('courses', 'course_history', 'course_creations', 'course_history_evidence'))
+                OR (type = 'trigger' AND name = ?)
+             ORDER BY type, name",
+        )
+        .bind::<Text, _>(SEARCH_INSERT_TRIGGER)
+        .load(connection)?;
+        let mut deferred = Self { indexes: Vec::new(), search_trigger: None };
+        for object in objects {
+            let quoted = object.name.replace('"', "\"\"");
+            if object.kind == "trigger" {
+                connection.batch_execute(&format!("DROP TRIGGER \"{quoted}\";"))?;
+                deferred.search_trigger = Some(object.sql);
+            } else {
+                connection.batch_execute(&format!("DROP INDEX \"{quoted}\";"))?;
+                deferred.indexes.push((object.name, object.sql));
+            }
+        }
+        Ok(deferred)
+    }
+
+    /// Builds again what [`drop_all`](Self::drop_all) dropped, over every row the tables hold now:
+    /// each index by its statement (one sort), the trigram index by one `rebuild` from `courses`,
+    /// then its trigger.
+    ///
+    /// # Errors
+    /// The statement's error with the name of the index it builds (the trigram index's for the
+    /// search): a unique index the rows break (two active courses of one catalog with one title
+    /// key) cannot be built.
+    pub(crate) fn rebuild(self, connection: &mut SqliteConnection) -> Result<(), (String, DieselError)> {
+        // SQLite's default page cache (2 MiB) from here on: an index build sorts in memory up to
+        // the cache's size before it merges runs from a temporary file, and at a million courses
+        // a 32 MiB sort took 30 MB more memory and more time than runs of 2 MiB (3.7 s against
+        // 2.6 s for two indexes; the trigram index's rebuild the same either way).
+        connection.batch_execute(BUILD_PAGE_CACHE).map_err(|error| (String::new(), error))?;
+        for (name, definition) in self.indexes {
+            connection.batch_execute(&definition).map_err(|error| (name, error))?;
+        }
+        if let Some(trigger) = self.search_trigger {
+            connection
+                .batch_execute(&format!("INSERT INTO {SEARCH_INDEX} ({SEARCH_INDEX}) VALUES ('rebuild'); {trigger};"))
+                .map_err(|error| (SEARCH_INDEX.to_owned(), error))?;
+        }
+        Ok(())
+    }
+}
+
+/// An import into a SQLite file with no course (see the module's documentation): one connection of
+/// its own, in one `BEGIN IMMEDIATE` transaction from [`begin`](Self::begin) to
+/// [`BulkImport::commit`]; dropped before, it rolls back.
+pub(crate) struct SqliteBulkImport {
+    connection: SqliteConnection,
+    catalog: CatalogName,
+    provenance: Provenance,
+    /// Taken by the commit.
+    deferred: Option<DeferredIndexes>,
+    /// Whether the transaction is still open (to roll back on drop).
+    open: bool,
+}
+
+impl std::fmt::Debug for SqliteBulkImport {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.debug_struct("SqliteBulkImport").field("catalog", &self.catalog).finish_non_exhaustive()
+    }
+}
+
+impl SqliteBulkImport {
+    /// Takes the write lock on `connection` and, if the database holds no course, drops the
+    /// deferred indexes and returns the import; `None` (the lock released) otherwise.
+    pub(crate) fn begin(
+        mut connection: SqliteConnection,
+        catalog: &CatalogName,
+        provenance: &Provenance,
+    ) -> QueryResult<Option<Self>> {
+        connection.batch_execute(IMPORT_PAGE_CACHE)?;
+        connection.batch_execute("BEGIN IMMEDIATE;")?;
+        let mut import =
+            Self { connection, catalog: catalog.clone(), provenance: provenance.clone(), deferred: None, open: true };
+        let empty = !diesel::select(diesel::dsl::exists(courses::table.select(courses::position)))
+            .get_result::<bool>(&mut import.connection)?;
+        if !empty {
+            return Ok(None);
+        }
+        import.deferred = Some(DeferredIndexes::drop_all(&mut import.connection)?);
+        Ok(Some(import))
+    }
+}
+
+impl BulkImport for SqliteBulkImport {
+    fn add(&mut self, courses: &[Course]) -> Result<(), WriteError> {
+        let rows = courses
+            .iter()
+            .map(|course| CourseRow::from_course(&self.catalog, course))
+            .collect::<Result<Vec<_>, _>>()?;
+        let rows: Vec<&CourseRow> = rows.iter().collect();
+        sql::insert_imported_batch(&mut SqlConnection::Sqlite(&mut self.connection), &rows, &self.provenance)
+            .map_err(|error| write_error("cannot import a batch of courses", error))
+    }
+
+    fn commit(mut self: Box<Self>) -> Result<(), WriteError> {
+        if let Some(deferred) = self.deferred.take() {
+            deferred.rebuild(&mut self.connection).map_err(|(index, error)| match error {
+                DieselError::DatabaseError(DatabaseErrorKind::UniqueViolation, _) if index == TITLE_INDEX => {
+                    WriteError::DuplicateTitle
+                }
+                error => WriteError::Store(StoreError::new("cannot build the indexes", error)),
+            })?;
+        }
+        // Once COMMIT is sent, whether it took is not known on an error: the import run again
+        // tells (an empty database is imported whole again; a full one skips every row).
+        self.open = false;
+        self.connection
+            .batch_execute("COMMIT;")
+            .map_err(|error| WriteError::OutcomeUnknown(StoreError::new("cannot commit the import", error)))?;
+        // The transaction's pages are all in the WAL: copy them into the file now and empty it,
+        // rather than leave a WAL the size of the database. A reader may hold it back (a server
+        // on the file): then SQLite's own checkpoints finish the work later.
+        if let Err(error) = self.connection.batch_execute("PRAGMA wal_checkpoint(TRUNCATE);") {
+            tracing::debug!(%error, "the WAL was not checkpointed after the import");
+        }
+        Ok(())
+    }
+}
+
+impl Drop for SqliteBulkImport {
+    fn drop(&mut self) {
+        if self.open {
+            // Nothing of the import is kept. A failure to roll back leaves the transaction to
+            // SQLite, which rolls it back when the connection closes, just after.
+            if let Err(error) = self.connection.batch_execute("ROLLBACK;") {
+                tracing::debug!(%error, "the import's transaction was not rolled back explicitly");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use diesel::connection::SimpleConnection;
+    use diesel::prelude::*;
+    use time::OffsetDateTime;
+
+    use crate::rules::{CatalogName, Course, CourseId, Provenance, TitleSearchKey};
+    use crate::store::port::{CourseStore, WriteError};
+    use crate::store::sqlite::{SqliteStore, schema};
+    use crate::testing::{by, new_course};
+
+    fn catalog() -> CatalogName {
+        CatalogName::default_catalog()
+    }
+
+    fn importer() -> Provenance {
+        Provenance::new("operadora", "importar", "{}")
+    }
+
+    /// `count` active courses titled `<prefix> <n>`, then an archived one repeating the first title.
+    fn courses(prefix: &str, count: i64) -> Vec<Course> {
+        let now = OffsetDateTime::now_utc();
+        let mut courses: Vec<Course> =
+            (0..count).map(|index| Course::create(new_course(&format!("{prefix} {index}"), 1 + index), now)).collect();
+        let archived =
+            Course::imported(CourseId::generate(), new_course(&format!("{prefix} 0"), 5), true, 2, now, now, now)
+                .expect("a valid archived course");
+        courses.push(archived);
+        courses
+    }
+
+    /// The file's schema as `sqlite_master` holds it (kind, name, SQL), in a stable order.
+    fn schema_of(path: &Path) -> Vec<(String, String, Option<String>)> {
+        #[derive(QueryableByName)]
+        struct Object {
+            #[diesel(sql_type = diesel::sql_types::Text)]
+            kind: String,
+            #[diesel(sql_type = diesel::sql_types::Text)]
+            name: String,
+            #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Text>)]
+            sql: Option<String>,
+        }
+        let mut connection = connection_to(path);
+        diesel::sql_query("SELECT type AS kind, name, sql FROM sqlite_master ORDER BY type, name")
+            .load::<Object>(&mut connection)
+            .expect("the schema")
+            .into_iter()
+            .map(|object| (object.kind, object.name, object.sql))
+            .collect()
+    }
+
+    fn connection_to(path: &Path) -> SqliteConnection {
+        let mut connection = SqliteConnection::establish(&path.to_string_lossy()).expect("open the file");
+        connection.batch_execute("PRAGMA busy_timeout = 10000").expect("busy timeout");
+        connection
+    }
+
+    fn search(store: &SqliteStore, typed: &str) -> Vec<String> {
+        let key = TitleSearchKey::of_typed(typed).expect("a search key");
+        store
+            .search_active(&catalog(), &key, 100)
+            .expect("searched")
+            .iter()
+            .map(|course| course.title().as_str().to_owned())
+            .collect()
+    }
+
+    fn fresh() -> (tempfile::TempDir, std::path::PathBuf, SqliteStore) {
+        let folder = tempfile::tempdir().expect("temp dir");
+        let path = folder.path().join("cursos.db");
+        let store = SqliteStore::open(&path).expect("open store");
+        (folder, path, store)
+    }
+
+    #[test]
+    fn a_bulk_import_stores_every_course_with_its_history_and_builds_the_same_schema_again() {
+        let (_folder, path, store) = fresh();
+        let before = schema_of(&path);
+        let (first, second) = (courses("Curso de Rust", 150), courses("Oficina de Go", 40));
+        let mut import = store.begin_bulk_import(&catalog(), &importer()).expect("begun").expect("an empty database");
+        import.add(&first).expect("added");
+        import.add(&second).expect("added");
+        import.commit().expect("committed");
+
+        assert_eq!(schema_of(&path), before, "every index and trigger, by its own statement");
+        let mut connection = connection_to(&path);
+        assert!(schema::schema_differences(&mut connection).expect("compared").is_empty());
+        connection
+            .batch_execute("INSERT INTO courses_title_search (courses_title_search) VALUES ('integrity-check');")
+            .expect("the trigram index matches the courses");
+        assert_eq!(store.count_active(&catalog()).expect("count"), 190, "the counters, by their trigger");
+        for course in first.iter().chain(&second) {
+            assert_eq!(store.find(&catalog(), course.id()).expect("read").as_ref(), Some(course));
+            let history = store.history_page(&catalog(), course, None, 10).expect("history");
+            assert_eq!(history.len(), 1, "one entry per course");
+        }
+        assert_eq!(
+            search(&store, "oficina de go 3"),
+            [
+                "Oficina de Go 3",
+                "Oficina de Go 30",
+                "Oficina de Go 31",
+                "Oficina de Go 32",
+                "Oficina de Go 33",
+                "Oficina de Go 34",
+                "Oficina de Go 35",
+                "Oficina de Go 36",
+                "Oficina de Go 37",
+                "Oficina de Go 38",
+                "Oficina de Go 39"
+            ]
+        );
+        // The unique title index is back, and so is the trigram index's trigger.
+        let taken = Course::create(new_course("curso de rust 7", 3), OffsetDateTime::now_utc());
+        assert!(matches!(store.insert(&catalog(), &taken, &by()), Err(WriteError::DuplicateTitle)));
+        let later = Course::create(new_course("Depois da importação", 3), OffsetDateTime::now_utc());
+        store.insert(&catalog(), &later, &by()).expect("stored");
+        assert_eq!(search(&store, "da importa"), ["Depois da importação"]);
+        drop(store);
+        SqliteStore::open(&path).expect("the file opens again, its schema the migrations'");
+    }
+
+    #[test]
+    fn a_database_with_a_course_of_any_catalog_gets_no_bulk_import() {
+        let (_folder, _path, store) = fresh();
+        let elsewhere = CatalogName::parse("outra").expect("valid");
+        store.insert(&elsewhere, &courses("Outro", 1)[0], &by()).expect("stored");
+        assert!(store.begin_bulk_import(&catalog(), &importer()).expect("asked").is_none());
+        // And the write lock it took to look is released: a write goes through at once.
+        store.insert(&catalog(), &courses("Curso", 1)[0], &by()).expect("stored");
+    }
+
+    #[test]
+    fn readers_see_the_database_before_the_import_until_it_commits() {
+        let (_folder, path, store) = fresh();
+        let rows = courses("Curso", 100);
+        let mut import = store.begin_bulk_import(&catalog(), &importer()).expect("begun").expect("an empty database");
+        import.add(&rows).expect("added");
+        assert_eq!(store.count_active(&catalog()).expect("count"), 0);
+        assert_eq!(store.find(&catalog(), rows[0].id()).expect("read"), None);
+        let mut reader = connection_to(&path);
+        let indexes: i64 = diesel::select(diesel::dsl::sql::<diesel::sql_types::BigInt>(
+            "(SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name LIKE 'course%')",
+        ))
+        .get_result(&mut reader)
+        .expect("read the schema");
+        assert_eq!(indexes, 4, "another connection still sees every index");
+        import.commit().expect("committed");
+        assert_eq!(store.count_active(&catalog()).expect("count"), 100);
+    }
+
+    #[test]
+    fn a_bulk_import_dropped_before_its_commit_leaves_the_database_as_it_was() {
+        let (_folder, path, store) = fresh();
+        let before = schema_of(&path);
+        let mut import = store.begin_bulk_import(&catalog(), &importer()).expect("begun").expect("an empty database");
+        import.add(&courses("Curso", 50)).expect("added");
+        drop(import);
+        assert_eq!(schema_of(&path), before);
+        assert_eq!(store.count_active(&catalog()).expect("count"), 0);
+        let course = Course::create(new_course("Curso de SQL", 3), OffsetDateTime::now_utc());
+        store.insert(&catalog(), &course, &by()).expect("stored");
+        assert_eq!(search(&store, "de sql"), ["Curso de SQL"], "the trigger fed the trigram index");
+    }
+
+    #[test]
+    fn two_active_courses_with_one_title_fail_the_commit_and_nothing_is_written() {
+        let (_folder, path, store) = fresh();
+        let before = schema_of(&path);
+        let now = OffsetDateTime::now_utc();
+        let twins = [Course::create(new_course("Rust", 1), now), Course::create(new_course(" RUST ", 2), now)];
+        let mut import = store.begin_bulk_import(&catalog(), &importer()).expect("begun").expect("an empty database");
+        import.add(&twins).expect("no title index while the rows go in");
+        assert!(matches!(import.commit(), Err(WriteError::DuplicateTitle)));
+        assert_eq!(store.count_active(&catalog()).expect("count"), 0);
+        assert_eq!(store.find(&catalog(), twins[0].id()).expect("read"), None);
+        assert_eq!(schema_of(&path), before);
+    }
+
+    #[test]
+    fn a_repeated_id_fails_its_batch_and_the_import_writes_nothing() {
+        let (_folder, _path, store) = fresh();
+        let rows = courses("Curso", 3);
+        let mut import = store.begin_bulk_import(&catalog(), &importer()).expect("begun").expect("an empty database");
+        import.add(&rows).expect("added");
+        assert!(import.add(&rows[..1]).is_err(), "the id's own unique index is kept row by row");
+        drop(import);
+        assert_eq!(store.count_active(&catalog()).expect("count"), 0);
+    }
+}
