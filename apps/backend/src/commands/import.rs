@@ -15,7 +15,8 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use courses_domain::{
-    BulkImport, Catalog, CatalogName, Course, ImportPass, OffsetDateTime, Provenance, RowOutcome, WriteError,
+    BulkImport, Catalog, CatalogName, Course, ImportPass, InFileDuplicates, OffsetDateTime, Provenance, RowOutcome,
+    WriteError,
 };
 use mcp_server::portable::{self, FieldError, ImportRow};
 
@@ -335,7 +336,7 @@ impl Run<'_> {
     ) -> anyhow::Result<Tally> {
         let what = if pass == ImportPass::Check { "import (check)" } else { "import" };
         let progress = Progress::start(what, "rows", total);
-        let (mut rows, bad_header) = Rows::open(self.source, self.format)?;
+        let (rows, bad_header) = Rows::open(self.source, self.format)?;
         let mut tally = Tally { bulk: bulk.is_some(), ..Tally::default() };
         let mut reported = 0_u64;
         let mut report = |tally: &mut Tally, line: u64, errors: &[FieldError]| {
@@ -356,70 +357,83 @@ impl Run<'_> {
         }
         // The check pass found the file's duplicates, or this pass does (`--partial`): the store's
         // bulk import requires it of every row it is given.
-        let mut seen =
-            pass.in_file_duplicates(ImportPass::checks_first(self.arguments.partial, self.arguments.dry_run));
+        let seen = pass.in_file_duplicates(ImportPass::checks_first(self.arguments.partial, self.arguments.dry_run));
         let batch_size = usize::try_from(self.arguments.batch_size).unwrap_or(usize::MAX);
-        let (mut lines, mut courses): (Vec<u64>, Vec<Course>) = (Vec::new(), Vec::with_capacity(batch_size));
-        loop {
-            let next = rows.next_row(self.now)?;
-            let end = next.is_none();
-            if let Some((line, row)) = next {
-                tally.line = line;
-                match row.map(|row| row.into_course(&self.arguments.catalog, self.now)) {
-                    Err(errors) => report(&mut tally, line, &errors),
-                    Ok(course) => match seen.as_mut().map_or(Ok(()), |seen| seen.check(line, &course)) {
-                        Err(refusal) => report(&mut tally, line, &[portable::refusal_message(&refusal)]),
-                        Ok(()) => {
-                            lines.push(line);
-                            courses.push(course);
-                        }
-                    },
+        let (catalog, now) = (&self.arguments.catalog, self.now);
+        // Stores one message of the reading, in the file's order; true when interrupted.
+        let mut consume = |message: anyhow::Result<Parsed>| -> anyhow::Result<bool> {
+            let (lines, courses) = match message? {
+                Parsed::Refused(line, errors) => {
+                    tally.line = line;
+                    report(&mut tally, line, &errors);
+                    return Ok(false);
+                }
+                Parsed::Batch(lines, courses) => (lines, courses),
+            };
+            tally.line = lines.last().copied().unwrap_or(tally.line);
+            let outcomes = if tally.bulk {
+                if tally.refused > 0 && !self.arguments.partial {
+                    // A row was refused: nothing will be written. The transaction is rolled back
+                    // now, and the rest of the file only checked.
+                    bulk = None;
+                }
+                if let Some(bulk) = bulk.as_mut() {
+                    let (first, last) = (lines.first().copied().unwrap_or(0), lines.last().copied().unwrap_or(0));
+                    bulk.add(&courses).map_err(|error| {
+                        anyhow::Error::from(error)
+                            .context(format!("cannot import the lines {first}-{last}; nothing was written"))
+                    })?;
+                }
+                vec![RowOutcome::Inserted; courses.len()]
+            } else {
+                self.store_batch(&lines, &courses, pass)?
+            };
+            for (line, outcome) in lines.iter().zip(outcomes) {
+                match outcome {
+                    RowOutcome::Inserted => tally.new += 1,
+                    RowOutcome::AlreadyPresent => tally.present += 1,
+                    RowOutcome::Refused(refusal) => report(&mut tally, *line, &[portable::refusal_message(&refusal)]),
                 }
             }
-            if courses.len() >= batch_size || (end && !courses.is_empty()) {
-                let outcomes = if tally.bulk {
-                    if tally.refused > 0 && !self.arguments.partial {
-                        // A row was refused: nothing will be written. The transaction is rolled
-                        // back now, and the rest of the file only checked.
-                        bulk = None;
-                    }
-                    if let Some(bulk) = bulk.as_mut() {
-                        let (first, last) = (lines.first().copied().unwrap_or(0), lines.last().copied().unwrap_or(0));
-                        bulk.add(&courses).map_err(|error| {
-                            anyhow::Error::from(error)
-                                .context(format!("cannot import the lines {first}-{last}; nothing was written"))
-                        })?;
-                    }
-                    vec![RowOutcome::Inserted; courses.len()]
-                } else {
-                    self.store_batch(&lines, &courses, pass)?
-                };
-                for (line, outcome) in lines.iter().zip(outcomes) {
-                    match outcome {
-                        RowOutcome::Inserted => tally.new += 1,
-                        RowOutcome::AlreadyPresent => tally.present += 1,
-                        RowOutcome::Refused(refusal) => {
-                            report(&mut tally, *line, &[portable::refusal_message(&refusal)]);
-                        }
+            progress.advance(u64::try_from(courses.len()).unwrap_or(u64::MAX));
+            // Between batches, each committed whole: where Ctrl-C stops (ADR 0040).
+            Ok(self.interrupt.requested())
+        };
+        let interrupted = if seen.is_some() {
+            // The pass that holds the file's duplicate tables (the check, or `--partial`'s only
+            // pass) reads and stores on one thread: a batch read ahead would add to its peak.
+            let mut outcome = Ok(false);
+            read_batches(rows, seen, catalog, now, batch_size, &mut |message| {
+                outcome = consume(message);
+                matches!(outcome, Ok(false))
+            });
+            outcome?
+        } else {
+            // The writing after a check: the file is read and parsed on a thread of its own, one
+            // batch ahead, while this one stores (the parsing and the store's work overlap on two
+            // cores). When this thread stops (interrupted, failed), the reader's next send fails
+            // and it ends.
+            std::thread::scope(|scope| -> anyhow::Result<bool> {
+                let (sender, parsed) = std::sync::mpsc::sync_channel(PARSED_AHEAD);
+                scope.spawn(move || {
+                    read_batches(rows, None, catalog, now, batch_size, &mut |message| sender.send(message).is_ok());
+                });
+                for message in parsed {
+                    if consume(message)? {
+                        return Ok(true);
                     }
                 }
-                progress.advance(u64::try_from(courses.len()).unwrap_or(u64::MAX));
-                lines.clear();
-                courses.clear();
-                // Between batches, each committed whole: where Ctrl-C stops (ADR 0040).
-                if self.interrupt.requested() && !end {
-                    // A bulk import is rolled back whole as it is dropped.
-                    if bulk.take().is_some() {
-                        tally.new = 0;
-                    }
-                    tally.interrupted = true;
-                    progress.finish("interrupted");
-                    return Ok(tally);
-                }
+                Ok(false)
+            })?
+        };
+        if interrupted {
+            // A bulk import is rolled back whole as it is dropped.
+            if bulk.take().is_some() {
+                tally.new = 0;
             }
-            if end {
-                break;
-            }
+            tally.interrupted = true;
+            progress.finish("interrupted");
+            return Ok(tally);
         }
         if tally.bulk && tally.refused > 0 && !self.arguments.partial {
             drop(bulk);
@@ -446,6 +460,68 @@ impl Run<'_> {
             )),
             error => anyhow::Error::from(error).context(format!("cannot import the batch of lines {first}-{last}")),
         })
+    }
+}
+
+/// Messages from [`read_batches`] to the pass that stores them, in the file's order.
+enum Parsed {
+    /// A line refused by the rules of its fields or as a duplicate within the file.
+    Refused(u64, Vec<FieldError>),
+    /// A batch of courses to store, with their lines.
+    Batch(Vec<u64>, Vec<Course>),
+}
+
+/// How many messages wait between [`read_batches`] on its thread and the storing: none (a
+/// rendezvous), so at most two batches are alive, the one being stored and the one being read.
+/// Two waiting gave the same time and more memory.
+const PARSED_AHEAD: usize = 0;
+
+/// Reads `rows` to their end: each line refused (by its fields, or by `seen`, the file's
+/// duplicates) or gathered into batches of `batch_size`, given to `emit` in order. Stops at the
+/// first error (emitted) or when `emit` returns false.
+fn read_batches(
+    mut rows: Rows,
+    mut seen: Option<InFileDuplicates>,
+    catalog: &CatalogName,
+    now: OffsetDateTime,
+    batch_size: usize,
+    emit: &mut dyn FnMut(anyhow::Result<Parsed>) -> bool,
+) {
+    let (mut lines, mut courses): (Vec<u64>, Vec<Course>) = (Vec::new(), Vec::with_capacity(batch_size));
+    loop {
+        let (line, row) = match rows.next_row(now) {
+            Ok(Some(next)) => next,
+            Ok(None) => break,
+            Err(error) => {
+                emit(Err(error));
+                return;
+            }
+        };
+        let refused = match row.map(|row| row.into_course(catalog, now)) {
+            Err(errors) => Some(errors),
+            Ok(course) => match seen.as_mut().map_or(Ok(()), |seen| seen.check(line, &course)) {
+                Err(refusal) => Some(vec![portable::refusal_message(&refusal)]),
+                Ok(()) => {
+                    lines.push(line);
+                    courses.push(course);
+                    None
+                }
+            },
+        };
+        let message = match refused {
+            Some(errors) => Parsed::Refused(line, errors),
+            None if courses.len() >= batch_size => Parsed::Batch(
+                std::mem::take(&mut lines),
+                std::mem::replace(&mut courses, Vec::with_capacity(batch_size)),
+            ),
+            None => continue,
+        };
+        if !emit(Ok(message)) {
+            return;
+        }
+    }
+    if !courses.is_empty() {
+        emit(Ok(Parsed::Batch(lines, courses)));
     }
 }
 
