@@ -4,10 +4,11 @@
 //! It reads its file twice by default: a check of every row (rules, duplicates within the file,
 //! against the catalog) that writes nothing, then the writing, in batches of one transaction each.
 //! With `--partial`, one pass that writes the valid rows. Into a database with no course yet, the
-//! writing is ONE transaction, which an interruption rolls back whole (ADR 0057). Rows already in the catalog (same id; a
-//! row without id gets a UUID v5 of catalog and title key) are skipped: importing a file again
-//! changes nothing, and an interrupted import is resumed by running it again. The rules are the
-//! domain's ([`courses_domain::ImportPass`]), their sentences the contract's.
+//! writing is ONE transaction, which an interruption rolls back whole (ADR 0057). Rows already in
+//! the catalog (same id; a row without id gets a UUID v5 of catalog and title key) are skipped:
+//! importing a file again changes nothing, and an interrupted import is resumed by running it
+//! again. The rules are the domain's ([`courses_domain::ImportPass`]), their sentences the
+//! contract's.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
@@ -370,6 +371,11 @@ impl Run<'_> {
                 }
                 Parsed::Batch(lines, courses) => (lines, courses),
             };
+            // Between batches, each committed whole: where Ctrl-C stops (ADR 0040). Asked before
+            // a batch, not after it, so that the file's last batch is always stored.
+            if self.interrupt.requested() {
+                return Ok(true);
+            }
             tally.line = lines.last().copied().unwrap_or(tally.line);
             let outcomes = if tally.bulk {
                 if tally.refused > 0 && !self.arguments.partial {
@@ -396,8 +402,7 @@ impl Run<'_> {
                 }
             }
             progress.advance(u64::try_from(courses.len()).unwrap_or(u64::MAX));
-            // Between batches, each committed whole: where Ctrl-C stops (ADR 0040).
-            Ok(self.interrupt.requested())
+            Ok(false)
         };
         let interrupted = if seen.is_some() {
             // The pass that holds the file's duplicate tables (the check, or `--partial`'s only
