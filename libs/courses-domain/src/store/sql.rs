@@ -595,13 +595,24 @@ pub(crate) trait ContainingSearch {
     fn title_keys_containing(&mut self, catalog: &CatalogName, key: &str, limit: i64) -> QueryResult<Vec<CourseRow>>;
 }
 
+/// What each backend does on its own connection before an import batch is checked and written
+/// (only on the write path: a dry run reads on a pooled reader and changes no setting).
+pub(crate) trait ImportBatchSetup {
+    /// SQLite: a bigger page cache on the import's writer connection (ADR 0053). PostgreSQL: fresh
+    /// statistics for `courses` once the table has grown by half since they were taken (ADR 0058).
+    ///
+    /// # Errors
+    /// The database's.
+    fn set_up_import_batch(&mut self) -> QueryResult<()>;
+}
+
 /// What differs between the two SQL stores, and only that (ADR 0033): how a read gets a
 /// connection, how a write is run (SQLite: the writer thread's batches; PostgreSQL: a transaction
 /// with the creation lock and a change notice), and the store-level probes. Every statement is in
 /// this module; [`CourseStore`] is implemented once, for both, on top of this.
 pub(crate) trait SqlBackend: Send + Sync + std::fmt::Debug + 'static {
     /// The backend's connection type.
-    type Connection: diesel::r2d2::R2D2Connection + ContainingSearch + 'static;
+    type Connection: diesel::r2d2::R2D2Connection + ContainingSearch + ImportBatchSetup + 'static;
 
     /// The pool of read connections, which [`CourseStore::pool_status`] reports on.
     fn pool(&self) -> &diesel::r2d2::Pool<diesel::r2d2::ConnectionManager<Self::Connection>>;
@@ -968,6 +979,10 @@ fn import_batch(
     let Some(catalog) = rows.first().map(|row| row.catalog.clone()) else {
         return Ok(ImportWrite { outcomes: Vec::new(), stored: Vec::new() });
     };
+    if provenance.is_some() {
+        // Before the lookups: on PostgreSQL they are planned from the statistics this may renew.
+        on_backend!(connection, |concrete| concrete.set_up_import_batch())?;
+    }
     // Two reads per IMPORT_LOOKUP_IDS rows of the batch, each on a unique index, instead of two
     // per course (in pieces: a batch bigger than a backend's bound variables is read too).
     let mut present: HashMap<String, bool> = HashMap::with_capacity(rows.len());
@@ -1008,14 +1023,6 @@ fn import_batch(
     }
     let mut stored = Vec::new();
     if let Some(provenance) = provenance {
-        if let SqlConnection::Sqlite(concrete) = connection {
-            // The connection that writes an import's batches (the import's own store: only the
-            // `import` command writes batches) gets a page cache of 32 MiB instead of SQLite's
-            // 2 MiB: a batch's inserts land all over the id, title and full-text indexes, and a
-            // small cache spills those pages to the WAL and reads them back within the batch
-            // (half the time of an import went to those reads and writes; ADR 0053).
-            concrete.batch_execute(IMPORT_PAGE_CACHE)?;
-        }
         insert_imported_batch(connection, &inserted, provenance)?;
         stored = inserted.iter().map(|row| ChangeSummary::creation(row)).collect();
     }

@@ -12,6 +12,7 @@ on_both_stores! {
     sync:
         a_batch_stores_new_courses_and_leaves_present_ids_and_taken_titles_alone,
         importing_the_same_batch_again_writes_nothing,
+        a_batch_of_several_statements_counts_each_active_course_once,
         a_dry_run_tells_what_a_batch_would_do_and_writes_nothing,
         another_process_following_the_database_hears_of_every_imported_course,
         an_export_sees_one_point_in_time_while_another_writer_goes_on,
@@ -114,6 +115,33 @@ fn importing_the_same_batch_again_writes_nothing(backend: Backend) {
         assert_eq!(store.find(&catalog(), course.id()).expect("read").as_ref(), Some(course), "the first import's");
         assert_eq!(store.history_page(&catalog(), course, None, 10).expect("history").len(), 1, "no second entry");
     }
+}
+
+/// A batch reaches the store as several multi-row statements (1,000 rows each); the active-course
+/// counter is kept per statement on PostgreSQL (ADR 0058): every active course of every statement
+/// is counted once, archived ones not at all, and a later creation counts on from there.
+fn a_batch_of_several_statements_counts_each_active_course_once(backend: Backend) {
+    let database = TestDatabase::new(backend);
+    let store = database.open_store();
+    store
+        .insert(&catalog(), &Course::create(new_course("Antes", 1), time::OffsetDateTime::now_utc()), &by())
+        .expect("stored");
+    let batch: Vec<Course> = (0..2_500)
+        .map(|index| {
+            if index % 10 == 0 {
+                archived(&format!("Arquivado {index}"))
+            } else {
+                imported(&format!("Curso {index}"), 5)
+            }
+        })
+        .collect();
+    let outcomes = store.import_batch(&catalog(), &batch, &importer(), false).expect("imported");
+    assert!(outcomes.iter().all(|outcome| *outcome == ImportOutcome::Inserted), "{outcomes:?}");
+    assert_eq!(store.count_active(&catalog()).expect("count"), 1 + 2_250, "the one before and the batch's active ones");
+    store
+        .insert(&catalog(), &Course::create(new_course("Depois", 1), time::OffsetDateTime::now_utc()), &by())
+        .expect("stored");
+    assert_eq!(store.count_active(&catalog()).expect("count"), 2 + 2_250);
 }
 
 fn a_dry_run_tells_what_a_batch_would_do_and_writes_nothing(backend: Backend) {
