@@ -1063,12 +1063,21 @@ pub(crate) fn insert_imported_batch(
     }
 }
 
-/// The statements of [`insert_imported_batch`]: the courses, then their history entries.
+/// The statements of [`insert_imported_batch`]: the courses, then their history entries. On
+/// PostgreSQL, one binary `COPY` per table (ADR 0058): no statement of 9,000 parameters to parse
+/// and plan per thousand rows; the triggers and indexes see the rows as they see an `INSERT`'s.
 fn insert_rows_of_batch(
     connection: &mut SqlConnection<'_>,
     rows: &[&CourseRow],
     provenance: &Provenance,
 ) -> QueryResult<()> {
+    if let SqlConnection::Postgres(concrete) = connection {
+        diesel::copy_from(courses::table).from_insertable(rows.to_vec()).execute(&mut **concrete)?;
+        let history: Vec<NewHistoryRow<'_>> =
+            rows.iter().map(|row| NewHistoryRow::of((row.version > 1).then_some(*row), row, provenance)).collect();
+        diesel::copy_from(course_history::table).from_insertable(history).execute(&mut **concrete)?;
+        return Ok(());
+    }
     for chunk in rows.chunks(IMPORT_ROWS_PER_STATEMENT) {
         on_backend!(connection, |concrete| diesel::insert_into(courses::table)
             .values(chunk.to_vec())
