@@ -410,8 +410,17 @@ fn parse_notice(payload: &str, own_origin: &str, own_schema: &str) -> Option<Rem
 /// transaction commits), in order, in one statement: an import batch stores up to 10,000 courses,
 /// and a round trip per notice was a fifth of an import's time on PostgreSQL (ADR 0058).
 fn notify_changes(connection: &mut PgConnection, notices: &[String]) -> Result<(), DieselError> {
-    if notices.is_empty() {
-        return Ok(());
+    match notices {
+        [] => return Ok(()),
+        // A tool's write: one notice, as ever.
+        [notice] => {
+            return diesel::sql_query("SELECT pg_notify($1, $2)")
+                .bind::<diesel::sql_types::Text, _>(CHANGES_CHANNEL)
+                .bind::<diesel::sql_types::Text, _>(notice)
+                .execute(connection)
+                .map(|_| ());
+        }
+        _ => {}
     }
     diesel::sql_query("SELECT pg_notify($1, notice) FROM unnest($2::text[]) AS notice")
         .bind::<diesel::sql_types::Text, _>(CHANGES_CHANNEL)
