@@ -60,13 +60,15 @@ impl ImportPass {
 }
 
 /// Duplicates within the file, in bounded memory: a 64-bit hash of each active title's comparison
-/// key with the line that had it first, and a 64-bit hash of each id (about 13 and 9 bytes a row
-/// in the tables, not the rows; ids without their line, as a repeated id is rarer). Two distinct
+/// key with the line that had it first, and a 64-bit hash of each id (13 and 9 bytes a slot of
+/// the tables, not the rows; ids without their line, as a repeated id is rarer). Two distinct
 /// titles with one hash would be refused as duplicates: at a million rows, a chance of about 3 in
-/// 100 million, accepted (ADR 0040).
+/// 100 million, accepted (ADR 0040). A title's hash is kept as two `u32`s: with a `u64` key its
+/// slot would be aligned to 16 bytes, and at a million rows the check pass peaked over 100 MB
+/// while the tables doubled (101 MB for the 1M export's dry run, 88 MB since: `bench/RESULTS.md`).
 #[derive(Debug, Default)]
 pub struct InFileDuplicates {
-    titles: HashMap<u64, u32>,
+    titles: HashMap<[u32; 2], u32>,
     ids: HashSet<u64>,
 }
 
@@ -74,6 +76,12 @@ fn hash_of(value: impl Hash) -> u64 {
     let mut hasher = DefaultHasher::new();
     value.hash(&mut hasher);
     hasher.finish()
+}
+
+/// A 64-bit hash as two halves: a key of 4-byte alignment.
+const fn halves(hash: u64) -> [u32; 2] {
+    #[allow(clippy::cast_possible_truncation, reason = "the two halves of the hash, on purpose")]
+    [(hash >> 32) as u32, hash as u32]
 }
 
 impl InFileDuplicates {
@@ -84,7 +92,7 @@ impl InFileDuplicates {
     /// the same deterministic id too, and the title is what its author can see), or
     /// [`ImportRefusal::IdRepeated`].
     pub fn check(&mut self, line: u64, course: &Course) -> Result<(), ImportRefusal> {
-        let key = (!course.is_archived()).then(|| hash_of(course.title().key()));
+        let key = (!course.is_archived()).then(|| halves(hash_of(course.title().key())));
         if let Some(first) = key.and_then(|key| self.titles.get(&key)) {
             return Err(ImportRefusal::TitleRepeatsLine(u64::from(*first)));
         }
