@@ -203,9 +203,7 @@ async fn migrate_refuses_a_non_empty_target_and_changes_nothing_and_force_replac
     // The replaced target's title search index holds the new titles only (emptied, then rebuilt).
     let mut connection = SqliteConnection::establish(&target.to_string_lossy()).expect("open");
     let found = diesel::sql_query(
-        // The trigrams of "estava", each a term (the index keeps no positions: ADR 0059).
-        "SELECT COUNT(*) AS text FROM courses_title_search \
-         WHERE courses_title_search MATCH '\"est\" \"sta\" \"tav\" \"ava\"'",
+        "SELECT COUNT(*) AS text FROM courses_title_search WHERE courses_title_search MATCH '\"estava\"'",
     )
     .get_result::<Count>(&mut connection)
     .expect("search");
