@@ -555,8 +555,9 @@ fn commit_went_unanswered(error: &DieselError) -> bool {
 /// active course per batch comparing each with the batch's 10,000 keys, a cost that grows with the
 /// table: an import into a new schema slowed to 700 rows/s at 200,000 courses. So each batch first
 /// renews them once the rows changed since the last ANALYZE reach half the rows it counted (and
-/// 1,000 at least): a few ANALYZEs per import, each of a bounded sample (ADR 0058). A role that
-/// does not own the table is only warned by PostgreSQL, and the import goes on as before.
+/// 1,000 at least): a few ANALYZEs per import, each of a bounded sample (ADR 0058). For a role
+/// that does not own the table, PostgreSQL skips the analysis with a warning (in its log: diesel
+/// drops a connection's notices), and the import goes on as before.
 impl ImportBatchSetup for PgConnection {
     fn set_up_import_batch(&mut self) -> QueryResult<()> {
         #[derive(QueryableByName)]
