@@ -213,6 +213,65 @@ fn a_file_with_bad_rows_writes_nothing_and_names_each_line_and_field_and_partial
 }
 
 #[test]
+fn into_an_empty_database_a_clean_file_is_read_once_and_a_repeat_only_the_store_finds_is_named_by_its_line() {
+    let (folder, database) = fresh_database();
+    let id = "7d8f1c2e-0b1a-4c5d-9e6f-112233445566";
+    let row = |title: &str, id: &str| format!("{{\"titulo\":\"{title}\",\"cargaHoraria\":3,\"id\":\"{id}\"}}\n");
+    // 120 valid rows, then (in a batch of its own, after the first ones were written) a title or
+    // an id of line 1 again: only the store's unique indexes see it in the first try (ADR 0059).
+    let rows: String = (0..120).map(|index| format!("{{\"titulo\":\"Curso {index}\",\"cargaHoraria\":3}}\n")).collect();
+    for (name, last, expected) in [
+        (
+            "titulo.jsonl",
+            row(" CURSO 0", "0b0f1c2e-0b1a-4c5d-9e6f-112233445566"),
+            "linha 121: titulo: o título repete o da linha 1 do arquivo".to_owned(),
+        ),
+        (
+            "id.jsonl",
+            row("Outro título", id),
+            format!("linha 122: id: o mesmo curso (id {id}) já está numa linha anterior do arquivo."),
+        ),
+    ] {
+        let file = folder.path().join(name);
+        let repeated =
+            if name == "id.jsonl" { format!("{rows}{}{last}", row("Primeiro", id)) } else { format!("{rows}{last}") };
+        std::fs::write(&file, repeated).expect("write");
+        let output = run(Target::Sqlite(&database), &["import", file.to_str().expect("UTF-8"), "--batch-size", "50"]);
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains(&expected), "missing {expected:?} in:\n{stderr}");
+        assert!(stderr.contains("import (check)"), "the first try gave up and the check named the line: {stderr}");
+        assert!(text(&output.stdout).contains("1 refused; nothing written"), "{}", text(&output.stdout));
+        assert_eq!(header_of(&export(Target::Sqlite(&database), &[]))["total"], 0, "nothing was written");
+    }
+
+    let clean = folder.path().join("limpo.jsonl");
+    std::fs::write(&clean, &rows).expect("write");
+    let output = run(Target::Sqlite(&database), &["import", clean.to_str().expect("UTF-8"), "--batch-size", "50"]);
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert_eq!(text(&output.stdout).trim(), "import: 120 written, 0 already present, 0 refused");
+    assert!(!stderr.contains("import (check)"), "one pass, no check: {stderr}");
+    let exported = export(Target::Sqlite(&database), &["--history"]);
+    assert_eq!(header_of(&exported)["total"], 120);
+    let entries: Vec<Option<usize>> = exported
+        .lines()
+        .skip(1)
+        .map(|line| serde_json::from_str::<Value>(line).expect("a JSON line")["historico"].as_array().map(Vec::len))
+        .collect();
+    assert_eq!(entries, vec![Some(1); 120], "one history entry each");
+    let titles: Vec<Value> = courses_of(&exported).into_iter().map(|course| course["titulo"].clone()).collect();
+    assert_eq!(titles.first().zip(titles.last()), Some((&"Curso 0".into(), &"Curso 119".into())), "in file order");
+
+    // Into a catalog that has courses, the check runs first, as before.
+    let more = folder.path().join("mais.jsonl");
+    std::fs::write(&more, row("Mais um", "1b0f1c2e-0b1a-4c5d-9e6f-112233445566")).expect("write");
+    let output = run(Target::Sqlite(&database), &["import", more.to_str().expect("UTF-8")]);
+    assert_eq!(output.status.code(), Some(0));
+    assert!(text(&output.stderr).contains("import (check)"), "{}", text(&output.stderr));
+}
+
+#[test]
 fn importing_the_same_file_twice_changes_nothing_and_a_dry_run_writes_nothing() {
     let (folder, database) = fresh_database();
     let file = folder.path().join("cursos.csv");

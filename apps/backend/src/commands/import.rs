@@ -4,7 +4,9 @@
 //! It reads its file twice by default: a check of every row (rules, duplicates within the file,
 //! against the catalog) that writes nothing, then the writing, in batches of one transaction each.
 //! With `--partial`, one pass that writes the valid rows. Into a database with no course yet, the
-//! writing is ONE transaction, which an interruption rolls back whole (ADR 0057). Rows already in
+//! writing is ONE transaction, which an interruption rolls back whole (ADR 0057), and it is tried
+//! first, before any check (ADR 0059): a file without a problem is then read once, and a file
+//! with one is rolled back at the first and imported as by default, its check naming them all. Rows already in
 //! the catalog (same id; a row without id gets a UUID v5 of catalog and title key) are skipped:
 //! importing a file again changes nothing, and an interrupted import is resumed by running it
 //! again. The rules are the domain's ([`courses_domain::ImportPass`]), their sentences the
@@ -113,6 +115,8 @@ struct Tally {
     interrupted: bool,
     /// Written as one transaction into an empty database (ADR 0057): interrupted, nothing stays.
     bulk: bool,
+    /// A [`ImportPass::FirstTry`] that met a refused row or a failure: rolled back, nothing reported.
+    gave_up: bool,
 }
 
 impl Tally {
@@ -154,6 +158,24 @@ fn import_blocking(database: &Database, arguments: &ImportArgs, interrupt: &Inte
     let run = Run { catalog: &catalog, source: &source, format, arguments, provenance: &provenance, interrupt, now };
     let mut stdout = super::stdout();
 
+    // Into a database with no course yet (ADR 0057), one pass first (ADR 0059): ONE transaction,
+    // the file's duplicates found by the indexes built at its end. Any problem rolls it back, and
+    // the import goes on below as if it had not been tried, its check naming each problem.
+    if ImportPass::tries_first(arguments.partial, arguments.dry_run)
+        && let Some(bulk) = catalog
+            .begin_bulk_import(&provenance)
+            .map_err(|error| anyhow::Error::from(error).context("cannot start the import"))?
+    {
+        let tried = run.pass(ImportPass::FirstTry, None, Some(bulk))?;
+        if tried.interrupted {
+            writeln!(stdout, "{}", interrupted_in_one_transaction(tried.line))?;
+            return Ok(EXIT_INTERRUPTED);
+        }
+        if !tried.gave_up {
+            writeln!(stdout, "import: {}", tried.counts("written"))?;
+            return Ok(0);
+        }
+    }
     let mut expected = None;
     if ImportPass::checks_first(arguments.partial, arguments.dry_run) {
         let checked = run.pass(ImportPass::Check, None, None)?;
@@ -177,19 +199,14 @@ fn import_blocking(database: &Database, arguments: &ImportArgs, interrupt: &Inte
     }
     // Into a database with no course yet (ADR 0057): the writing is ONE transaction, the indexes
     // built at its end. Begun after the check, so its write lock is not held while the file is
-    // checked. (One pass instead of two was tried: 4 s less at a million rows, but the file's
-    // duplicate tables then live beside the writing's page cache: 145 MB at the peak.)
+    // checked. (Reached when the first try above gave up, or the database has courses, or
+    // `--partial`.)
     let bulk = catalog
         .begin_bulk_import(&provenance)
         .map_err(|error| anyhow::Error::from(error).context("cannot start the import"))?;
     let written = run.pass(ImportPass::Write, expected, bulk)?;
     if written.interrupted && written.bulk {
-        writeln!(
-            stdout,
-            "import interrupted after line {}: nothing written (into an empty database an import is one transaction); \
-             run the same command again",
-            written.line
-        )?;
+        writeln!(stdout, "{}", interrupted_in_one_transaction(written.line))?;
         return Ok(EXIT_INTERRUPTED);
     }
     if written.bulk && written.refused > 0 && !arguments.partial {
@@ -211,6 +228,14 @@ fn import_blocking(database: &Database, arguments: &ImportArgs, interrupt: &Inte
     }
     writeln!(stdout, "import: {}", written.counts("written"))?;
     Ok(if written.refused > 0 { EXIT_SOME_REFUSED } else { 0 })
+}
+
+/// What an import into an empty database says when interrupted.
+fn interrupted_in_one_transaction(line: u64) -> String {
+    format!(
+        "import interrupted after line {line}: nothing written (into an empty database an import is one transaction); \
+         run the same command again"
+    )
 }
 
 struct Run<'run> {
@@ -351,19 +376,31 @@ impl Run<'_> {
                 }
             }
         };
+        let first_try = pass == ImportPass::FirstTry;
         if let Some((line, errors)) = bad_header {
+            if first_try {
+                tally.gave_up = true;
+                progress.finish("a problem found: checking the whole file");
+                return Ok(tally);
+            }
             report(&mut tally, line, &errors);
             progress.finish("refused");
             return Ok(tally);
         }
         // The check pass found the file's duplicates, or this pass does (`--partial`): the store's
-        // bulk import requires it of every row it is given.
+        // bulk import requires it of every row it is given, but for a first try, whose duplicates
+        // fail the store's unique indexes (ADR 0059).
         let seen = pass.in_file_duplicates(ImportPass::checks_first(self.arguments.partial, self.arguments.dry_run));
         let batch_size = usize::try_from(self.arguments.batch_size).unwrap_or(usize::MAX);
         let (catalog, now) = (&self.arguments.catalog, self.now);
-        // Stores one message of the reading, in the file's order; true when interrupted.
+        // Stores one message of the reading, in the file's order; true to stop (interrupted, or a
+        // first try given up).
         let mut consume = |message: anyhow::Result<Parsed>| -> anyhow::Result<bool> {
             let (lines, courses) = match message? {
+                Parsed::Refused(..) if first_try => {
+                    tally.gave_up = true;
+                    return Ok(true);
+                }
                 Parsed::Refused(line, errors) => {
                     tally.line = line;
                     report(&mut tally, line, &errors);
@@ -385,10 +422,21 @@ impl Run<'_> {
                 }
                 if let Some(bulk) = bulk.as_mut() {
                     let (first, last) = (lines.first().copied().unwrap_or(0), lines.last().copied().unwrap_or(0));
-                    bulk.add(&courses).map_err(|error| {
-                        anyhow::Error::from(error)
-                            .context(format!("cannot import the lines {first}-{last}; nothing was written"))
-                    })?;
+                    match bulk.add(&courses) {
+                        Ok(()) => {}
+                        Err(error) if first_try => {
+                            // An id repeated within the file (its unique index is kept row by
+                            // row), or the store's failure, which the import's next attempt meets
+                            // again and reports.
+                            tracing::debug!(%error, first, last, "the import's first try gave up");
+                            tally.gave_up = true;
+                            return Ok(true);
+                        }
+                        Err(error) => {
+                            return Err(anyhow::Error::from(error)
+                                .context(format!("cannot import the lines {first}-{last}; nothing was written")));
+                        }
+                    }
                 }
                 vec![RowOutcome::Inserted; courses.len()]
             } else {
@@ -431,6 +479,13 @@ impl Run<'_> {
                 Ok(false)
             })?
         };
+        if tally.gave_up {
+            // Rolled back whole as it is dropped.
+            drop(bulk);
+            tally.new = 0;
+            progress.finish("a problem found: checking the whole file");
+            return Ok(tally);
+        }
         if interrupted {
             // A bulk import is rolled back whole as it is dropped.
             if bulk.take().is_some() {
@@ -445,9 +500,21 @@ impl Run<'_> {
             progress.finish("refused");
         } else if let Some(bulk) = bulk {
             progress.finish("stored, building the indexes");
-            bulk.commit().map_err(|error| {
-                anyhow::Error::from(error).context("cannot finish the import (one transaction: nothing was written)")
-            })?;
+            match bulk.commit() {
+                Ok(()) => {}
+                // Two active courses with one title (their unique index cannot be built), or the
+                // store's failure: nothing was written, and the next attempt reports it.
+                Err(error) if first_try && !matches!(error, WriteError::OutcomeUnknown(_)) => {
+                    tracing::debug!(%error, "the import's first try gave up at its commit");
+                    tally.gave_up = true;
+                    tally.new = 0;
+                    return Ok(tally);
+                }
+                Err(error) => {
+                    return Err(anyhow::Error::from(error)
+                        .context("cannot finish the import (one transaction: nothing was written)"));
+                }
+            }
         } else {
             progress.finish("done");
         }

@@ -40,6 +40,12 @@ pub enum ImportPass {
     Check,
     /// The valid rows written, in batches of one transaction each.
     Write,
+    /// Into a database with no course at all, the writing before any check (ADR 0059): ONE
+    /// transaction ([`BulkImport`](crate::store::port::BulkImport)) whose unique indexes find the file's
+    /// duplicates. It reports nothing: at the first refused row or failure it rolls back whole,
+    /// and the import runs again as it would have without it ([`Check`](Self::Check), then
+    /// [`Write`](Self::Write)), whose check names every problem by its line.
+    FirstTry,
 }
 
 impl ImportPass {
@@ -50,12 +56,25 @@ impl ImportPass {
         !partial || dry_run
     }
 
+    /// Whether an import into a database with no course tries [`FirstTry`](Self::FirstTry) before
+    /// anything else: unless `partial` (which writes the valid rows, so it must find the refused
+    /// ones as it goes) or a `dry_run` (which writes nothing).
+    #[must_use]
+    pub const fn tries_first(partial: bool, dry_run: bool) -> bool {
+        !partial && !dry_run
+    }
+
     /// The finder of duplicates this pass keeps: the check's, and the writing's only when no check
     /// ran before it. A file that passed its check has no duplicates to find again, and the store
-    /// still refuses a title taken and skips an id present.
+    /// still refuses a title taken and skips an id present; a [`FirstTry`](Self::FirstTry) leaves
+    /// them to the store's unique indexes (no table of hashes beside its page cache).
     #[must_use]
     pub fn in_file_duplicates(self, checked_first: bool) -> Option<InFileDuplicates> {
-        (self == Self::Check || !checked_first).then(InFileDuplicates::default)
+        match self {
+            Self::Check => Some(InFileDuplicates::default()),
+            Self::Write => (!checked_first).then(InFileDuplicates::default),
+            Self::FirstTry => None,
+        }
     }
 }
 

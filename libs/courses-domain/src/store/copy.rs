@@ -864,10 +864,10 @@ fn copy_everything(
     flush!(target, course_history_evidence::table, batch, progress);
 
     unstage(target, "course_history_evidence")?;
-    // The counting triggers made the target's counters from the courses copied (SQLite; the
-    // PostgreSQL copy runs without them, see `write_transaction`); the source's own rows are
-    // copied over them (a catalog whose courses are all archived keeps its zero row), and
-    // `verify` checks each against the rows.
+    // The copy runs without the counting trigger (PostgreSQL: see `write_transaction`; SQLite:
+    // set aside with the indexes, and each counter counted once after the rows, ADR 0059); the
+    // source's own counters are copied (a catalog whose courses are all archived keeps its zero
+    // row), and `verify` checks each against the rows.
     let mut counters: Vec<StoredCounter> = Vec::new();
     for_each_row!(
         source,

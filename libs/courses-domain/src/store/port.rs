@@ -135,10 +135,11 @@ pub enum ImportOutcome {
 /// [`commit`](Self::commit); dropping it without a commit rolls everything back: nothing of the
 /// import is written.
 pub trait BulkImport {
-    /// Stores `courses`, each with one history entry, in file order. The caller has refused every
-    /// row that repeats an earlier one's id or active title (the import's in-file duplicates): the
-    /// store looks nothing up (the database was empty), and a repeat that got through anyway fails
-    /// the whole import (the id when it is stored, the title when its index is built).
+    /// Stores `courses`, each with one history entry, in file order. The store looks nothing up
+    /// (the database was empty): a row that repeats an earlier one's id or active title fails the
+    /// whole import (the id when it is stored, the title when its index is built). An import that
+    /// checked its file first never gives it one; a first try (ADR 0059) relies on this to find
+    /// them.
     ///
     /// # Errors
     /// [`WriteError`]: the import can only be dropped (rolled back).
