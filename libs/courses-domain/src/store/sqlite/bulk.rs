@@ -13,13 +13,13 @@
 use diesel::connection::SimpleConnection;
 use diesel::prelude::*;
 use diesel::result::{DatabaseErrorKind, Error as DieselError};
-use diesel::sql_types::Text;
+use diesel::sql_types::{BigInt, Bool, Text};
 use diesel::sqlite::SqliteConnection;
 
 use crate::rules::{CatalogName, Course, Provenance};
 use crate::store::port::{BulkImport, StoreError, WriteError};
 use crate::store::sql::schema::courses;
-use crate::store::sql::{self, CourseRow, IMPORT_PAGE_CACHE, SqlConnection, TITLE_INDEX, write_error};
+use crate::store::sql::{CourseRow, IMPORT_PAGE_CACHE, TITLE_INDEX, write_error};
 
 /// The trigger that adds each new course's title key to the trigram index (migration
 /// `catalog_scale`), and that index.
@@ -34,6 +34,41 @@ const COUNT_INSERT_TRIGGER: &str = "courses_count_insert";
 const RECOUNT: &str = "INSERT INTO catalog_counters (catalog, active_courses)
      SELECT catalog, COUNT(*) FROM courses WHERE archived = 0 GROUP BY catalog
      ON CONFLICT (catalog) DO UPDATE SET active_courses = excluded.active_courses;";
+
+/// Foreign keys off on the import's own connection, for its one transaction (set before `BEGIN`:
+/// SQLite ignores the setting inside a transaction). With them on, each history entry looks its
+/// course up in `courses.id`'s unique index, a random key: past the page cache at a million courses
+/// that was about 5 of the rows' 23 s (ADR 0060). The import checks them once instead, after its
+/// indexes are built: [`ORPHAN_HISTORY`].
+const NO_FOREIGN_KEYS: &str = "PRAGMA foreign_keys = OFF;";
+
+/// Whether a history entry names a course the table does not hold: what the history's foreign key
+/// would have refused row by row (the import writes the two tables alone). Run once the indexes are
+/// built, SQLite's plan reads the history through `course_history_by_course`, in course id order,
+/// so each lookup in `courses.id`'s index lands beside the one before: 0.4 s at a million courses,
+/// against 3.5 s for `PRAGMA foreign_key_check`, which reads the history in its own order.
+const ORPHAN_HISTORY: &str = "EXISTS (SELECT 1 FROM course_history AS entry
+     WHERE NOT EXISTS (SELECT 1 FROM courses WHERE courses.id = entry.course_id))";
+
+/// Rows per multi-row `INSERT` of a bulk import's courses. A full chunk goes in as an array, whose
+/// statement diesel keeps prepared (a `Vec`'s it prepares again each time: parsing 9,000
+/// placeholders was about a tenth of the writing, ADR 0060); the batch's rest in one more.
+const ROWS_PER_STATEMENT: usize = 1000;
+
+/// The history entries of the courses a batch just added (those whose `position` is past the
+/// bound one), read back from `courses` in position order, as [`crate::store::sql::insert_imported_batch`] would
+/// write them from the rows: a creation (no `before`) at version 1; past it, an arrival whose
+/// `before` and `after` are both the course as it came. Binds: author, tool, arguments, the last
+/// position before the batch.
+const HISTORY_OF_NEW_COURSES: &str = "INSERT INTO course_history (catalog, course_id, author, tool, arguments,
+         before_title, before_workload_hours, before_archived, before_version, before_updated_at,
+         after_title, after_workload_hours, after_archived, after_version, after_updated_at)
+     SELECT catalog, id, ?, ?, ?,
+         CASE WHEN version > 1 THEN title END, CASE WHEN version > 1 THEN workload_hours END,
+         CASE WHEN version > 1 THEN archived END, CASE WHEN version > 1 THEN version END,
+         CASE WHEN version > 1 THEN updated_at END,
+         title, workload_hours, archived, version, updated_at
+     FROM courses WHERE position > ? ORDER BY position";
 
 /// The page cache while the indexes are built ([`DeferredIndexes::rebuild`]).
 const BUILD_PAGE_CACHE: &str = "PRAGMA cache_size = -2048;";
@@ -50,6 +85,8 @@ const NO_HELPER_THREADS: &str = "PRAGMA threads = 0;";
 /// a setting the index keeps in its `_config` table, so it is set back after the rebuild and its
 /// row removed.
 const REBUILD_HASH_BYTES: u32 = 32 * 1024 * 1024;
+/// FTS5's own `hashsize`, what the trigram index uses for every later write.
+const DEFAULT_HASH_BYTES: u32 = 1024 * 1024;
 
 /// One object of the schema, as `sqlite_master` holds it.
 #[derive(Debug, QueryableByName)]
@@ -134,12 +171,11 @@ impl DeferredIndexes {
         }
         connection.batch_execute(NO_HELPER_THREADS).map_err(|error| (String::new(), error))?;
         if let Some(trigger) = self.search_trigger {
-            let default_hash_bytes = 1024 * 1024;
             connection
                 .batch_execute(&format!(
                     "INSERT INTO {SEARCH_INDEX} ({SEARCH_INDEX}, rank) VALUES ('hashsize', {REBUILD_HASH_BYTES});
                      INSERT INTO {SEARCH_INDEX} ({SEARCH_INDEX}) VALUES ('rebuild');
-                     INSERT INTO {SEARCH_INDEX} ({SEARCH_INDEX}, rank) VALUES ('hashsize', {default_hash_bytes});
+                     INSERT INTO {SEARCH_INDEX} ({SEARCH_INDEX}, rank) VALUES ('hashsize', {DEFAULT_HASH_BYTES});
                      DELETE FROM {SEARCH_INDEX}_config WHERE k = 'hashsize';
                      {trigger};"
                 ))
@@ -170,13 +206,16 @@ impl std::fmt::Debug for SqliteBulkImport {
 
 impl SqliteBulkImport {
     /// Takes the write lock on `connection` and, if the database holds no course, drops the
-    /// deferred indexes and returns the import; `None` (the lock released) otherwise.
+    /// deferred indexes and returns the import; `None` (the lock released) otherwise. The
+    /// connection is the import's own, dropped with it: its foreign keys stay off
+    /// ([`NO_FOREIGN_KEYS`]).
     pub(crate) fn begin(
         mut connection: SqliteConnection,
         catalog: &CatalogName,
         provenance: &Provenance,
     ) -> QueryResult<Option<Self>> {
         connection.batch_execute(IMPORT_PAGE_CACHE)?;
+        connection.batch_execute(NO_FOREIGN_KEYS)?;
         connection.batch_execute("BEGIN IMMEDIATE;")?;
         let mut import =
             Self { connection, catalog: catalog.clone(), provenance: provenance.clone(), deferred: None, open: true };
@@ -190,15 +229,38 @@ impl SqliteBulkImport {
     }
 }
 
+impl SqliteBulkImport {
+    fn insert(&mut self, rows: &[CourseRow]) -> QueryResult<()> {
+        let connection = &mut self.connection;
+        let last: Option<i64> = courses::table.select(diesel::dsl::max(courses::position)).get_result(connection)?;
+        for chunk in rows.chunks(ROWS_PER_STATEMENT) {
+            match <&[CourseRow; ROWS_PER_STATEMENT]>::try_from(chunk) {
+                Ok(full) => diesel::insert_into(courses::table).values(full).execute(connection)?,
+                Err(_) => diesel::insert_into(courses::table).values(chunk).execute(connection)?,
+            };
+        }
+        diesel::sql_query(HISTORY_OF_NEW_COURSES)
+            .bind::<Text, _>(self.provenance.author())
+            .bind::<Text, _>(self.provenance.tool())
+            .bind::<Text, _>(self.provenance.arguments())
+            .bind::<BigInt, _>(last.unwrap_or(0))
+            .execute(connection)?;
+        Ok(())
+    }
+}
+
 impl BulkImport for SqliteBulkImport {
+    /// The batch's courses, then their history entries read back from them
+    /// ([`HISTORY_OF_NEW_COURSES`]). No staging (ADR 0053's is for tables with their indexes and
+    /// triggers; these have none now). A unique violation here can only be `courses.id`'s (the
+    /// title index is not built yet): it is not looked for among the titles, which with no index
+    /// would read the whole table once per row of the batch.
     fn add(&mut self, courses: &[Course]) -> Result<(), WriteError> {
         let rows = courses
             .iter()
             .map(|course| CourseRow::from_course(&self.catalog, course))
             .collect::<Result<Vec<_>, _>>()?;
-        let rows: Vec<&CourseRow> = rows.iter().collect();
-        sql::insert_imported_batch(&mut SqlConnection::Sqlite(&mut self.connection), &rows, &self.provenance)
-            .map_err(|error| write_error("cannot import a batch of courses", error))
+        self.insert(&rows).map_err(|error| write_error("cannot import a batch of courses", error))
     }
 
     fn commit(mut self: Box<Self>) -> Result<(), WriteError> {
@@ -209,6 +271,12 @@ impl BulkImport for SqliteBulkImport {
                 }
                 error => WriteError::Store(StoreError::new("cannot build the indexes", error)),
             })?;
+        }
+        let orphaned = diesel::select(diesel::dsl::sql::<Bool>(ORPHAN_HISTORY))
+            .get_result::<bool>(&mut self.connection)
+            .map_err(|error| WriteError::Store(StoreError::new("cannot check the history's courses", error)))?;
+        if orphaned {
+            return Err(WriteError::Store(StoreError::message("a history entry of the import names no course")));
         }
         // Once COMMIT is sent, whether it took is not known on an error: the import run again
         // tells (an empty database is imported whole again; a full one skips every row).
@@ -246,9 +314,10 @@ mod tests {
     use diesel::prelude::*;
     use time::OffsetDateTime;
 
+    use super::SqliteBulkImport;
     use crate::rules::{CatalogName, Course, CourseId, Provenance, TitleSearchKey};
-    use crate::store::port::{CourseStore, WriteError};
-    use crate::store::sqlite::{SqliteStore, schema};
+    use crate::store::port::{BulkImport, CourseStore, WriteError};
+    use crate::store::sqlite::{SqliteStore, schema, writer};
     use crate::testing::{by, new_course};
 
     fn catalog() -> CatalogName {
@@ -262,8 +331,9 @@ mod tests {
     /// `count` active courses titled `<prefix> <n>`, then an archived one repeating the first title.
     fn courses(prefix: &str, count: i64) -> Vec<Course> {
         let now = OffsetDateTime::now_utc();
-        let mut courses: Vec<Course> =
-            (0..count).map(|index| Course::create(new_course(&format!("{prefix} {index}"), 1 + index), now)).collect();
+        let mut courses: Vec<Course> = (0..count)
+            .map(|index| Course::create(new_course(&format!("{prefix} {index}"), 1 + index % 1000), now))
+            .collect();
         let archived =
             Course::imported(CourseId::generate(), new_course(&format!("{prefix} 0"), 5), true, 2, now, now, now)
                 .expect("a valid archived course");
@@ -424,6 +494,82 @@ mod tests {
         assert_eq!(store.count_active(&catalog()).expect("count"), 0);
         assert_eq!(store.find(&catalog(), twins[0].id()).expect("read"), None);
         assert_eq!(schema_of(&path), before);
+    }
+
+    /// Every row of `table`, each column quoted, in `order`: one text to compare whole.
+    fn rows_of(path: &Path, table: &str, columns: &str, order: &str) -> String {
+        let quoted =
+            columns.split(", ").map(|column| format!("quote({column})")).collect::<Vec<_>>().join(" || '|' || ");
+        diesel::select(diesel::dsl::sql::<diesel::sql_types::Nullable<diesel::sql_types::Text>>(&format!(
+            "(SELECT group_concat(line, char(10)) FROM (SELECT {quoted} AS line FROM {table} ORDER BY {order}))"
+        )))
+        .get_result::<Option<String>>(&mut connection_to(path))
+        .expect("read the table")
+        .unwrap_or_default()
+    }
+
+    #[test]
+    fn a_bulk_import_writes_the_rows_and_history_an_import_batch_by_batch_writes() {
+        // Two full statements and a rest, over two batches, an archived arrival at version 2 last.
+        let rows = courses("Curso", 2300);
+        let (_bulk_folder, bulk_path, bulk) = fresh();
+        let mut import = bulk.begin_bulk_import(&catalog(), &importer()).expect("begun").expect("an empty database");
+        import.add(&rows[..1200]).expect("added");
+        import.add(&rows[1200..]).expect("added");
+        import.commit().expect("committed");
+        let (_folder, path, store) = fresh();
+        for batch in [&rows[..1200], &rows[1200..]] {
+            store.import_batch(&catalog(), batch, &importer(), false).expect("imported");
+        }
+
+        let courses =
+            "position, catalog, id, title, title_key, workload_hours, archived, version, created_at, updated_at";
+        let history = "seq, catalog, course_id, author, tool, arguments, before_title, before_workload_hours, \
+                       before_archived, before_version, before_updated_at, after_title, after_workload_hours, \
+                       after_archived, after_version, after_updated_at";
+        let bulk_history = rows_of(&bulk_path, "course_history", history, "seq");
+        assert_eq!(bulk_history.lines().count(), 2301, "one entry per course");
+        assert!(bulk_history.lines().last().expect("the arrival").contains("|2|"), "{bulk_history:.200}");
+        assert_eq!(bulk_history, rows_of(&path, "course_history", history, "seq"));
+        assert_eq!(rows_of(&bulk_path, "courses", courses, "position"), rows_of(&path, "courses", courses, "position"));
+    }
+
+    #[test]
+    fn a_history_entry_without_its_course_fails_the_commit_though_foreign_keys_are_off() {
+        let (_folder, path, store) = fresh();
+        let connection = writer::open(&path.to_string_lossy(), &store.settings).expect("opened");
+        let mut import =
+            SqliteBulkImport::begin(connection, &catalog(), &importer()).expect("begun").expect("an empty database");
+        let rows = courses("Curso", 3);
+        import.add(&rows).expect("added");
+        import
+            .connection
+            .batch_execute(&format!(
+                "INSERT INTO course_history (catalog, course_id, author, tool, arguments, after_title,
+                     after_workload_hours, after_archived, after_version, after_updated_at)
+                 VALUES ('{}', '{}', 'x', 'importar', '{{}}', 'Fantasma', 1, 0, 1, '2026-12-06T00:00:00.000Z');",
+                catalog().as_str(),
+                CourseId::generate()
+            ))
+            .expect("no foreign key while the rows go in");
+        let error = Box::new(import).commit().expect_err("an orphan entry is refused");
+        assert!(error.to_string().contains("names no course"), "{error}");
+        assert_eq!(store.count_active(&catalog()).expect("count"), 0, "nothing written");
+        let mut reader = connection_to(&path);
+        let entries: i64 =
+            diesel::select(diesel::dsl::sql::<diesel::sql_types::BigInt>("(SELECT COUNT(*) FROM course_history)"))
+                .get_result(&mut reader)
+                .expect("read the history");
+        assert_eq!(entries, 0);
+        // The store's own connections still enforce the key.
+        let orphan = reader.batch_execute(&format!(
+            "PRAGMA foreign_keys = ON; INSERT INTO course_history (catalog, course_id, author, tool, arguments,
+                 after_title, after_workload_hours, after_archived, after_version, after_updated_at)
+             VALUES ('{}', '{}', 'x', 'y', '{{}}', 'Fantasma', 1, 0, 1, '2026-12-06T00:00:00.000Z');",
+            catalog().as_str(),
+            CourseId::generate()
+        ));
+        assert!(orphan.is_err(), "a connection with foreign keys on refuses it");
     }
 
     #[test]
