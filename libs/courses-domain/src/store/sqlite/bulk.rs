@@ -573,6 +573,34 @@ mod tests {
     }
 
     #[test]
+    fn a_repeated_id_fails_its_batch_without_a_title_lookup_per_row() {
+        use diesel::connection::InstrumentationEvent;
+
+        let (_folder, path, store) = fresh();
+        let connection = writer::open(&path.to_string_lossy(), &store.settings).expect("opened");
+        let mut import =
+            SqliteBulkImport::begin(connection, &catalog(), &importer()).expect("begun").expect("an empty database");
+        let rows = courses("Curso", 300);
+        import.add(&rows[..10]).expect("added");
+        let statements = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let seen = std::sync::Arc::clone(&statements);
+        import.connection.set_instrumentation(move |event: InstrumentationEvent<'_>| {
+            if let InstrumentationEvent::StartQuery { .. } = event {
+                seen.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        });
+        // The batch's last row repeats the id of an earlier batch's first.
+        let mut batch = rows[10..].to_vec();
+        batch.push(rows[0].clone());
+        let error = import.add(&batch).expect_err("the id's unique index refuses the batch");
+        assert!(matches!(error, WriteError::Store(_)), "{error:?}");
+        // The last position, the statement that failed: with no title index (not built yet), a
+        // lookup per row to name the violation would read the whole table once per row (at a
+        // million courses, a stall of many minutes before the import could report the line).
+        assert_eq!(statements.load(std::sync::atomic::Ordering::Relaxed), 2);
+    }
+
+    #[test]
     fn a_repeated_id_fails_its_batch_and_the_import_writes_nothing() {
         let (_folder, _path, store) = fresh();
         let rows = courses("Curso", 3);
