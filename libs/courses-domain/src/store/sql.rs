@@ -1038,7 +1038,7 @@ pub(crate) const IMPORT_PAGE_CACHE: &str = "PRAGMA cache_size = -32768;";
 
 /// Rows per multi-row `INSERT` of an import's batch: 15 history columns × 1,000 bound values
 /// stay under both backends' limits (SQLite's 32,766, PostgreSQL's 65,535).
-const IMPORT_ROWS_PER_STATEMENT: usize = 1000;
+pub(crate) const IMPORT_ROWS_PER_STATEMENT: usize = 1000;
 
 /// Inserts an import batch's new courses, in file order, and one history entry each: a creation
 /// (no `before`) for a course at version 1; for a course another database already revised, its

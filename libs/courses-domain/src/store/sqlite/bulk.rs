@@ -19,7 +19,7 @@ use diesel::sqlite::SqliteConnection;
 use crate::rules::{CatalogName, Course, Provenance};
 use crate::store::port::{BulkImport, StoreError, WriteError};
 use crate::store::sql::schema::courses;
-use crate::store::sql::{CourseRow, IMPORT_PAGE_CACHE, TITLE_INDEX, write_error};
+use crate::store::sql::{CourseRow, IMPORT_PAGE_CACHE, IMPORT_ROWS_PER_STATEMENT, TITLE_INDEX, write_error};
 
 /// The trigger that adds each new course's title key to the trigram index (migration
 /// `catalog_scale`), and that index.
@@ -49,11 +49,6 @@ const NO_FOREIGN_KEYS: &str = "PRAGMA foreign_keys = OFF;";
 /// against 3.5 s for `PRAGMA foreign_key_check`, which reads the history in its own order.
 const ORPHAN_HISTORY: &str = "EXISTS (SELECT 1 FROM course_history AS entry
      WHERE NOT EXISTS (SELECT 1 FROM courses WHERE courses.id = entry.course_id))";
-
-/// Rows per multi-row `INSERT` of a bulk import's courses. A full chunk goes in as an array, whose
-/// statement diesel keeps prepared (a `Vec`'s it prepares again each time: parsing 9,000
-/// placeholders was about a tenth of the writing, ADR 0060); the batch's rest in one more.
-const ROWS_PER_STATEMENT: usize = 1000;
 
 /// The history entries of the courses a batch just added (those whose `position` is past the
 /// bound one), read back from `courses` in position order, as [`crate::store::sql::insert_imported_batch`] would
@@ -240,8 +235,11 @@ impl SqliteBulkImport {
     fn insert(&mut self, rows: &[CourseRow]) -> QueryResult<()> {
         let connection = &mut self.connection;
         let last: Option<i64> = courses::table.select(diesel::dsl::max(courses::position)).get_result(connection)?;
-        for chunk in rows.chunks(ROWS_PER_STATEMENT) {
-            match <&[CourseRow; ROWS_PER_STATEMENT]>::try_from(chunk) {
+        // A full chunk goes in as an array, whose statement diesel keeps prepared (a `Vec`'s it
+        // prepares again each time: parsing 9,000 placeholders was about a tenth of the writing,
+        // ADR 0060); the batch's rest in one more.
+        for chunk in rows.chunks(IMPORT_ROWS_PER_STATEMENT) {
+            match <&[CourseRow; IMPORT_ROWS_PER_STATEMENT]>::try_from(chunk) {
                 Ok(full) => diesel::insert_into(courses::table).values(full).execute(connection)?,
                 Err(_) => diesel::insert_into(courses::table).values(chunk).execute(connection)?,
             };
@@ -541,24 +539,30 @@ mod tests {
         assert_eq!(rows_of(&bulk_path, "courses", courses, "position"), rows_of(&path, "courses", courses, "position"));
     }
 
+    /// The concrete bulk import into `store`'s empty file at `path`, its connection at hand.
+    fn own_import(store: &SqliteStore, path: &Path) -> SqliteBulkImport {
+        let connection = writer::open(&path.to_string_lossy(), &store.settings).expect("opened");
+        SqliteBulkImport::begin(connection, &catalog(), &importer()).expect("begun").expect("an empty database")
+    }
+
+    /// A history entry for a course no table holds.
+    fn orphan_entry() -> String {
+        format!(
+            "INSERT INTO course_history (catalog, course_id, author, tool, arguments, after_title,
+                 after_workload_hours, after_archived, after_version, after_updated_at)
+             VALUES ('{}', '{}', 'x', 'importar', '{{}}', 'Fantasma', 1, 0, 1, '2026-12-06T00:00:00.000Z');",
+            catalog().as_str(),
+            CourseId::generate()
+        )
+    }
+
     #[test]
     fn a_history_entry_without_its_course_fails_the_commit_though_foreign_keys_are_off() {
         let (_folder, path, store) = fresh();
-        let connection = writer::open(&path.to_string_lossy(), &store.settings).expect("opened");
-        let mut import =
-            SqliteBulkImport::begin(connection, &catalog(), &importer()).expect("begun").expect("an empty database");
+        let mut import = own_import(&store, &path);
         let rows = courses("Curso", 3);
         import.add(&rows).expect("added");
-        import
-            .connection
-            .batch_execute(&format!(
-                "INSERT INTO course_history (catalog, course_id, author, tool, arguments, after_title,
-                     after_workload_hours, after_archived, after_version, after_updated_at)
-                 VALUES ('{}', '{}', 'x', 'importar', '{{}}', 'Fantasma', 1, 0, 1, '2026-12-06T00:00:00.000Z');",
-                catalog().as_str(),
-                CourseId::generate()
-            ))
-            .expect("no foreign key while the rows go in");
+        import.connection.batch_execute(&orphan_entry()).expect("no foreign key while the rows go in");
         let error = Box::new(import).commit().expect_err("an orphan entry is refused");
         assert!(error.to_string().contains("names no course"), "{error}");
         assert_eq!(store.count_active(&catalog()).expect("count"), 0, "nothing written");
@@ -569,13 +573,7 @@ mod tests {
                 .expect("read the history");
         assert_eq!(entries, 0);
         // The store's own connections still enforce the key.
-        let orphan = reader.batch_execute(&format!(
-            "PRAGMA foreign_keys = ON; INSERT INTO course_history (catalog, course_id, author, tool, arguments,
-                 after_title, after_workload_hours, after_archived, after_version, after_updated_at)
-             VALUES ('{}', '{}', 'x', 'y', '{{}}', 'Fantasma', 1, 0, 1, '2026-12-06T00:00:00.000Z');",
-            catalog().as_str(),
-            CourseId::generate()
-        ));
+        let orphan = reader.batch_execute(&format!("PRAGMA foreign_keys = ON; {}", orphan_entry()));
         assert!(orphan.is_err(), "a connection with foreign keys on refuses it");
     }
 
@@ -584,9 +582,7 @@ mod tests {
         use diesel::connection::InstrumentationEvent;
 
         let (_folder, path, store) = fresh();
-        let connection = writer::open(&path.to_string_lossy(), &store.settings).expect("opened");
-        let mut import =
-            SqliteBulkImport::begin(connection, &catalog(), &importer()).expect("begun").expect("an empty database");
+        let mut import = own_import(&store, &path);
         let rows = courses("Curso", 300);
         import.add(&rows[..10]).expect("added");
         let statements = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
