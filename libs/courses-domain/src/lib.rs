@@ -40,7 +40,7 @@ pub use rules::{
 pub use store::copy::{Endpoint, MigrateError, MigrationReport, NonEmptyTarget, migrate};
 pub use store::port::{
     BulkImport, ChangeFollower, CourseStore, ExportEnd, ExportSink, IdempotentInsert, ImportOutcome, MigrationPhase,
-    MigrationProgress, PoolStatus, RemoteChange, Replaced, StoreError, Unwritable, WriteError,
+    MigrationProgress, PendingRead, PoolStatus, RemoteChange, Replaced, StoreError, Unwritable, WriteError,
 };
 pub use store::postgres::{CHANGES_CHANNEL, FOLLOW_POLL, OpenPostgresStoreError, PostgresStore};
 pub use store::sqlite::backup::{

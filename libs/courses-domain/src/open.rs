@@ -141,9 +141,14 @@ fn postgres_error(error: &OpenPostgresStoreError, url: &str, setting: &str) -> D
     let cause = root_cause(error);
     let unreached_loopback_host = match error {
         OpenPostgresStoreError::Connect { .. } => url_hosts(url).into_iter().find(|host| is_loopback(host)),
-        OpenPostgresStoreError::Migrate { .. } | OpenPostgresStoreError::InvalidSchema { .. } => None,
+        OpenPostgresStoreError::Migrate { .. }
+        | OpenPostgresStoreError::InvalidSchema { .. }
+        | OpenPostgresStoreError::Start { .. } => None,
     };
     let (what, change) = match error {
+        OpenPostgresStoreError::Start { .. } => {
+            ("cannot start the PostgreSQL store for", "the process may have reached its limit of threads")
+        }
         OpenPostgresStoreError::Migrate { .. } => (
             "cannot migrate the PostgreSQL database of",
             "the role needs to create tables (and the pg_trgm extension) there",

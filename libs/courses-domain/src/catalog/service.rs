@@ -461,6 +461,12 @@ impl Catalog {
     /// # Errors
     /// [`GetCourseError::NotFound`] when no course has this id.
     pub async fn get(&self, id: CourseId) -> Result<Course, GetCourseError> {
+        if let Some(pending) = self.store.find_later(&self.name, id) {
+            // Queued on the store's own reader (PostgreSQL, ADR 0061): no thread waits for it.
+            use tracing::Instrument as _;
+            let span = Statement::SELECT_COURSES.span(self.store.system_name());
+            return pending.answer().instrument(span).await?.ok_or(GetCourseError::NotFound { id });
+        }
         let catalog = self.name.clone();
         self.read(Statement::SELECT_COURSES, move |store| {
             store.find(&catalog, id)?.ok_or(GetCourseError::NotFound { id })

@@ -37,6 +37,28 @@ impl StoreError {
     }
 }
 
+/// A read of one course queued by [`CourseStore::find_later`]: its answer, awaited without holding
+/// a thread.
+#[derive(Debug)]
+#[must_use = "a read is answered only to whoever awaits it"]
+pub struct PendingRead(tokio::sync::oneshot::Receiver<Result<Option<Course>, StoreError>>);
+
+impl PendingRead {
+    pub(crate) fn new(answer: tokio::sync::oneshot::Receiver<Result<Option<Course>, StoreError>>) -> Self {
+        Self(answer)
+    }
+
+    /// The course, or `None` when the catalog has no course with this id.
+    ///
+    /// # Errors
+    /// [`StoreError`] when the storage fails, or the read's statement ended without an answer.
+    pub async fn answer(self) -> Result<Option<Course>, StoreError> {
+        self.0
+            .await
+            .unwrap_or_else(|_| Err(StoreError::message("cannot read a course: its statement ended without an answer")))
+    }
+}
+
 /// Why a store cannot make a write durable now, and will not until an operator acts: retrying
 /// does not help (ADR 0026). The store logs the cause (path, system error); this says only what
 /// an operator must fix.
@@ -241,6 +263,15 @@ pub trait CourseStore: Send + Sync + std::fmt::Debug + 'static {
     /// # Errors
     /// [`StoreError`] when the storage fails.
     fn find(&self, catalog: &CatalogName, id: CourseId) -> Result<Option<Course>, StoreError>;
+
+    /// Queues a read of the course with this id, archived or not, that the store answers on a
+    /// thread of its own, and returns at once: `Some` for a store whose reads of one course are
+    /// answered together (PostgreSQL, ADR 0054 and 0061), whose caller awaits the answer without
+    /// holding a thread; `None` (the default) for the others, read with [`find`](Self::find).
+    fn find_later(&self, catalog: &CatalogName, id: CourseId) -> Option<PendingRead> {
+        let _ = (catalog, id);
+        None
+    }
 
     /// Up to `limit` active courses after `after` (from the start when `None`), in creation
     /// order, each with the cursor that continues just after it.

@@ -33,7 +33,7 @@ use diesel::result::{DatabaseErrorKind, Error as DieselError};
 use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
 
 use crate::rules::{CatalogName, Course, CourseId};
-use crate::store::port::{ChangeFollower, RemoteChange, StoreError, WriteError};
+use crate::store::port::{ChangeFollower, PendingRead, RemoteChange, StoreError, WriteError};
 use crate::store::sql::point_reads::PointReads;
 use crate::store::sql::read_pool::{Checkout, ReadPool};
 use crate::store::sql::schema::{catalog_counters, courses};
@@ -77,6 +77,13 @@ pub enum OpenPostgresStoreError {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// The thread that answers reads of one course could not be started.
+    #[error("cannot start the PostgreSQL store's reader thread")]
+    Start {
+        /// The system's error.
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// The PostgreSQL course store: a pool of connections to one database (and, optionally, one schema).
@@ -88,7 +95,8 @@ pub struct PostgresStore {
     url: std::sync::Arc<str>,
     /// Tells this store's own change notices from other processes' (random, per open).
     origin: std::sync::Arc<str>,
-    /// Reads of one course that arrive together, answered by one statement (ADR 0054).
+    /// Reads of one course that arrive together, answered by one statement on the store's reader
+    /// thread (ADR 0054, 0061); the thread stops when the last clone of the store is dropped.
     point_reads: std::sync::Arc<PointReads>,
 }
 
@@ -265,12 +273,21 @@ impl PostgresStore {
         drop(connection);
         tracing::debug!(schema = schema.unwrap_or("(search_path)"), "PostgreSQL course store opened");
         let origin = CourseId::generate().to_string();
+        let point_reads = PointReads::start(Box::new({
+            let pool = pool.clone();
+            move |ids| {
+                let mut connection =
+                    pool.get().map_err(|error| StoreError::new("no database connection available", error))?;
+                sql::find_each(&mut SqlConnection::Postgres(&mut connection), ids)
+            }
+        }))
+        .map_err(|source| OpenPostgresStoreError::Start { source })?;
         Ok(Self {
             pool,
             schema: schema.map(str::to_owned),
             url: url.into(),
             origin: origin.into(),
-            point_reads: std::sync::Arc::default(),
+            point_reads: std::sync::Arc::new(point_reads),
         })
     }
 
@@ -484,7 +501,12 @@ impl SqlBackend for PostgresStore {
         id: CourseId,
         _read: impl FnOnce() -> Result<Option<Course>, StoreError>,
     ) -> Result<Option<Course>, StoreError> {
-        self.point_reads.find(catalog, id, |ids| self.run_read(|connection| sql::find_each(connection, ids)))
+        self.point_reads.find(catalog, id)
+    }
+
+    /// Queued on the store's reader thread, as [`find_through`](Self::find_through)'s reads.
+    fn find_later(&self, catalog: &CatalogName, id: CourseId) -> Option<PendingRead> {
+        Some(self.point_reads.find_later(catalog, id))
     }
 
     /// In a READ COMMITTED transaction of its own: a write that changes the active set takes the
@@ -598,9 +620,11 @@ mod tests {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
 
-    use super::{RemoteChange, contains_pattern, is_not_up_yet, is_plain_identifier, notice_payload, parse_notice};
+    use super::{
+        PostgresStore, RemoteChange, contains_pattern, is_not_up_yet, is_plain_identifier, notice_payload, parse_notice,
+    };
     use crate::catalog::tests::TestSchema;
-    use crate::catalog::{Catalog, CreateCourseError};
+    use crate::catalog::{Catalog, CreateCourseError, GetCourseError};
     use crate::rules::{CatalogName, CourseChanges, CourseId, PageSize, WorkloadHours};
     use crate::store::port::CourseStore;
     use crate::testing::{by, new_course};
@@ -735,6 +759,34 @@ mod tests {
         let course = runtime.block_on(writer.create(new_course("Lido por muitos", 1), by())).expect("created");
         let (id, acknowledged) = (course.id(), Arc::new(std::sync::atomic::AtomicU64::new(course.version())));
         let writing = Arc::new(AtomicBool::new(true));
+        // Half of the reads awaited on a runtime through the catalog (the store's reader answers
+        // them, no thread waits: ADR 0061), half blocking on threads of their own (a write's own
+        // reads), all through the same store's reader.
+        let tasks = tokio::runtime::Builder::new_multi_thread().worker_threads(2).build().expect("runtime");
+        let read_catalog = Catalog::new(PostgresStore::clone(&reader));
+        let other_catalog = read_catalog.scoped(&CatalogName::parse("outro").expect("name"));
+        let awaited: Vec<_> = (0..READERS)
+            .map(|_| {
+                let (read_catalog, other_catalog) = (read_catalog.clone(), other_catalog.clone());
+                let (acknowledged, writing) = (Arc::clone(&acknowledged), Arc::clone(&writing));
+                tasks.spawn(async move {
+                    let mut reads = 0_u64;
+                    while writing.load(Ordering::SeqCst) {
+                        let before = acknowledged.load(Ordering::SeqCst);
+                        let found = read_catalog.get(id).await.expect("found");
+                        assert!(
+                            found.version() >= before,
+                            "stale: version {} awaited after {before} was acknowledged",
+                            found.version()
+                        );
+                        let elsewhere = other_catalog.get(id).await;
+                        assert!(matches!(elsewhere, Err(GetCourseError::NotFound { .. })), "{elsewhere:?}");
+                        reads += 1;
+                    }
+                    reads
+                })
+            })
+            .collect();
         let readers: Vec<_> = (0..READERS)
             .map(|_| {
                 let (reader, acknowledged, writing) =
@@ -765,6 +817,8 @@ mod tests {
         writing.store(false, Ordering::SeqCst);
         let reads: u64 = readers.into_iter().map(|reader| reader.join().expect("a reader")).sum();
         assert!(reads > 0, "the readers read");
+        let awaited: u64 = awaited.into_iter().map(|task| tasks.block_on(task).expect("an awaiting reader")).sum();
+        assert!(awaited > 0, "the awaiting readers read");
         let last = reader.find(&CatalogName::default_catalog(), id).expect("read").expect("found");
         assert_eq!(last.workload_hours().get(), u16::try_from(UPDATES + 1).expect("hours"));
     }

@@ -37,8 +37,8 @@ use crate::rules::{
     HistoryEntry, IdempotencyKey, PageCursor, Provenance, Rekey, TitleSearchKey, WorkloadHours,
 };
 use crate::store::port::{
-    BulkImport, ChangeFollower, CourseStore, ExportEnd, ExportSink, IdempotentInsert, ImportOutcome, PoolStatus,
-    RemoteChange, Replaced, StoreError, Unwritable, WriteError,
+    BulkImport, ChangeFollower, CourseStore, ExportEnd, ExportSink, IdempotentInsert, ImportOutcome, PendingRead,
+    PoolStatus, RemoteChange, Replaced, StoreError, Unwritable, WriteError,
 };
 
 /// The partial unique index on active courses' title keys, by the same name on both backends: a
@@ -639,6 +639,13 @@ pub(crate) trait SqlBackend: Send + Sync + std::fmt::Debug + 'static {
         read()
     }
 
+    /// [`CourseStore::find_later`]; by default none (reads of one course go through
+    /// [`find_through`](Self::find_through)).
+    fn find_later(&self, catalog: &CatalogName, id: CourseId) -> Option<PendingRead> {
+        let _ = (catalog, id);
+        None
+    }
+
     /// Runs `write`, a write described by `change`, atomically, with the backend's own locks and
     /// notices; `context` names it in a store failure.
     ///
@@ -778,6 +785,10 @@ impl<Store: SqlBackend> CourseStore for Store {
 
     fn find(&self, catalog: &CatalogName, id: CourseId) -> Result<Option<Course>, StoreError> {
         self.find_through(catalog, id, || self.run_read(|connection| find(connection, catalog, id)))
+    }
+
+    fn find_later(&self, catalog: &CatalogName, id: CourseId) -> Option<PendingRead> {
+        SqlBackend::find_later(self, catalog, id)
     }
 
     fn active_page(

@@ -1,51 +1,68 @@
 //! [`PointReads`]: reads of one course by id that arrive together are answered together, by one
-//! statement (`id = ANY($1)`) on one connection (issue 26, ADR 0054).
+//! statement (`id = ANY($1)`) on one connection, on a thread of their own (issue 26, ADR 0054 and
+//! ADR 0061).
 //!
 //! A store behind a network (PostgreSQL) pays a round trip, a pooled connection and the server's
 //! per-statement work for every read of `cursos://{uuid}`; at 50 connections that, not the rows,
-//! is the cost. Here up to [`LEADERS`] reads at a time run a statement (each *leads*); a read that
-//! arrives while all of them are busy waits in a queue, and the next leader to finish takes the
-//! whole queue (up to [`MOST_AT_ONCE`] reads) into one statement. Below [`LEADERS`] reads at once
-//! nothing changes: each read leads its own statement (with one leader: a read alone).
+//! is the cost. Here one thread, the *reader*, runs every point-read statement: it takes the
+//! reads queued (up to [`MOST_AT_ONCE`]), runs one statement for them, answers each, and takes
+//! the next queue. A read alone is a statement of its own; reads that arrive while a statement
+//! runs are the next one's.
+//!
+//! A read is queued and answered through a channel, so its caller holds no thread while it waits:
+//! an async caller ([`PointReads::find_later`]) awaits its answer on the runtime, a blocking
+//! caller ([`PointReads::find`], the writes' own reads) blocks on it.
 //!
 //! **Every answer is current when it is given.** A read waits only for a statement that *starts*
-//! after it was queued (a leader takes the queue, then runs its statement), and PostgreSQL's READ
-//! COMMITTED takes each statement's snapshot when it starts: whatever was committed (acknowledged)
-//! before the read arrived is in its answer, as with a statement of its own.
+//! after it was queued (the reader takes the queue, then runs its statement), and PostgreSQL's
+//! READ COMMITTED takes each statement's snapshot when it starts: whatever was committed
+//! (acknowledged) before the read arrived is in its answer, as with a statement of its own.
 //!
-//! No read waits for ever: while one waits, a leader is running (the number of leaders goes down
-//! only when the queue is empty, under its lock), and a leader that finishes hands the lead to the
-//! first read still queued, even if its statement failed or panicked ([`Lead`]'s `Drop`).
+//! **No read waits for ever.** The reader runs as long as the [`PointReads`] (the store) lives;
+//! a statement that fails or panics fails its own reads (each with the cause) and the reader goes
+//! on with the next; when the store is dropped, the reader answers what is queued, then stops.
 
 use std::collections::{HashMap, VecDeque};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::mpsc::{self, SyncSender};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
 
 use crate::rules::{CatalogName, Course, CourseId};
-use crate::store::port::StoreError;
-
-/// How many statements of point reads run at once, at most. Fewer than the pool's connections,
-/// so that the other reads (pages, searches) and the writes still find one. One (ADR 0054,
-/// "Consequences, later"): at 50 connections every read that arrives during a statement is in the
-/// next, and PostgreSQL, on the same cores, runs fewer statements; measured against four and two,
-/// 1.19× and 1.07× the requests and a lower p99.
-pub(crate) const LEADERS: usize = 1;
+use crate::store::port::{PendingRead, StoreError};
 
 /// How many reads one statement answers, at most.
 pub(crate) const MOST_AT_ONCE: usize = 64;
 
-/// The reads of one store (see the module's documentation).
-#[derive(Debug, Default)]
+/// The statement the reader runs: the courses with these ids, whatever their catalogs, each with
+/// its catalog's name.
+pub(crate) type ReadEach = Box<dyn Fn(&[CourseId]) -> Result<Vec<(String, Course)>, StoreError> + Send>;
+
+/// The answer to one read.
+type Answer = Result<Option<Course>, StoreError>;
+
+/// The reads of one store and their reader thread (see the module's documentation).
+#[derive(Debug)]
 pub(crate) struct PointReads {
+    shared: Arc<Shared>,
+    reader: Option<JoinHandle<()>>,
+}
+
+#[derive(Debug, Default)]
+struct Shared {
     queue: Mutex<Queue>,
+    /// Told when a read is queued, or when the store is dropped.
+    arrived: Condvar,
 }
 
 #[derive(Debug, Default)]
 struct Queue {
-    /// Reads waiting for a leader to take them.
+    /// Reads waiting for the reader to take them.
     waiting: VecDeque<Read>,
-    /// How many reads are leading a statement now (at most [`LEADERS`]).
-    leading: usize,
+    /// Whether the reader is waiting for a read (so a read that arrives wakes it).
+    idle: bool,
+    /// Set when the store is dropped: the reader answers what is queued and stops.
+    stop: bool,
 }
 
 /// One read of a course by id, and where its answer goes.
@@ -53,118 +70,145 @@ struct Queue {
 struct Read {
     catalog: CatalogName,
     id: CourseId,
-    turn: SyncSender<Turn>,
+    reply: Reply,
 }
 
-/// What a waiting read is told: its answer, or to lead the next statement (given back its read).
+/// Where a read's answer goes: a thread blocked on it, or a task awaiting it.
 #[derive(Debug)]
-enum Turn {
-    Answer(Result<Option<Course>, StoreError>),
-    Lead(Read),
+enum Reply {
+    Thread(SyncSender<Answer>),
+    Task(tokio::sync::oneshot::Sender<Answer>),
+}
+
+impl Reply {
+    fn send(self, answer: Answer) {
+        // A caller that stopped waiting (a cancelled request) needs no answer.
+        let _ = match self {
+            Self::Thread(sender) => sender.send(answer).map_err(drop),
+            Self::Task(sender) => sender.send(answer).map_err(drop),
+        };
+    }
 }
 
 impl PointReads {
-    /// The course `id` of `catalog`, read with the others that arrive meanwhile: `read_each`
-    /// reads the courses with the given ids, whatever their catalogs (each with its catalog's name),
-    /// in one statement.
+    /// Starts the reader thread, which answers every read with `read_each`.
     ///
     /// # Errors
-    /// `read_each`'s (every read of its statement gets it); a read whose statement ended without
-    /// an answer (it panicked).
-    pub(crate) fn find(
-        &self,
-        catalog: &CatalogName,
-        id: CourseId,
-        read_each: impl Fn(&[CourseId]) -> Result<Vec<(String, Course)>, StoreError>,
-    ) -> Result<Option<Course>, StoreError> {
-        let (turn, my_turn) = mpsc::sync_channel(1);
-        let mine = Read { catalog: catalog.clone(), id, turn };
-        let mut lead = {
-            let mut queue = self.lock();
-            if queue.leading < LEADERS {
-                queue.leading += 1;
-                Some(mine)
-            } else {
-                queue.waiting.push_back(mine);
-                None
-            }
-        };
-        loop {
-            if let Some(mine) = lead.take() {
-                self.lead(mine, &read_each);
-            }
-            match my_turn.recv() {
-                Ok(Turn::Answer(answer)) => return answer,
-                Ok(Turn::Lead(mine)) => lead = Some(mine),
-                Err(mpsc::RecvError) => {
-                    return Err(StoreError::message("cannot read a course: its statement ended without an answer"));
-                }
-            }
-        }
+    /// The system's, when it cannot start a thread.
+    pub(crate) fn start(read_each: ReadEach) -> std::io::Result<Self> {
+        let shared = Arc::new(Shared::default());
+        let reader = std::thread::Builder::new().name("pg-point-reads".to_owned()).spawn({
+            let shared = Arc::clone(&shared);
+            move || shared.serve(&read_each)
+        })?;
+        Ok(Self { shared, reader: Some(reader) })
     }
 
-    /// Runs one statement for `mine` and the reads queued now, answers each, and hands the lead on.
-    fn lead(&self, mine: Read, read_each: &impl Fn(&[CourseId]) -> Result<Vec<(String, Course)>, StoreError>) {
-        let mut lead = Lead { reads: self, batch: vec![mine] };
-        {
-            let mut queue = self.lock();
-            let more = queue.waiting.len().min(MOST_AT_ONCE - 1);
-            lead.batch.extend(queue.waiting.drain(..more));
-        }
-        let mut ids: Vec<CourseId> = lead.batch.iter().map(|read| read.id).collect();
-        ids.sort_unstable();
-        ids.dedup();
-        match read_each(&ids) {
-            Ok(found) => {
-                let mut by_id: HashMap<CourseId, Vec<(String, Course)>> = HashMap::with_capacity(found.len());
-                for (catalog, course) in found {
-                    by_id.entry(course.id()).or_default().push((catalog, course));
-                }
-                for read in lead.batch.drain(..) {
-                    let course = by_id
-                        .get(&read.id)
-                        .and_then(|courses| courses.iter().find(|(catalog, _)| catalog == read.catalog.as_str()))
-                        .map(|(_, course)| course.clone());
-                    let _ = read.turn.send(Turn::Answer(Ok(course)));
-                }
-            }
-            Err(error) => {
-                let error = Arc::new(error);
-                for read in lead.batch.drain(..) {
-                    let shared = SharedCause(Arc::clone(&error));
-                    let _ = read.turn.send(Turn::Answer(Err(StoreError::new("cannot read a course", shared))));
-                }
-            }
-        }
+    /// The course `id` of `catalog`, read with the others that arrive meanwhile. **Blocking**: for
+    /// a caller that may block (a write's own read, on the blocking pool).
+    ///
+    /// # Errors
+    /// The statement's (every read of it gets it); a read whose statement panicked.
+    pub(crate) fn find(&self, catalog: &CatalogName, id: CourseId) -> Answer {
+        let (reply, answer) = mpsc::sync_channel(1);
+        self.queue(Read { catalog: catalog.clone(), id, reply: Reply::Thread(reply) });
+        answer.recv().unwrap_or_else(|mpsc::RecvError| Err(unanswered()))
     }
 
+    /// Queues a read of the course `id` of `catalog` and returns at once: its answer is awaited
+    /// without holding a thread.
+    pub(crate) fn find_later(&self, catalog: &CatalogName, id: CourseId) -> PendingRead {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        self.queue(Read { catalog: catalog.clone(), id, reply: Reply::Task(reply) });
+        PendingRead::new(answer)
+    }
+
+    fn queue(&self, read: Read) {
+        let mut queue = self.shared.lock();
+        queue.waiting.push_back(read);
+        if queue.idle {
+            queue.idle = false;
+            self.shared.arrived.notify_one();
+        }
+    }
+}
+
+impl Drop for PointReads {
+    fn drop(&mut self) {
+        self.shared.lock().stop = true;
+        self.shared.arrived.notify_one();
+        if let Some(reader) = self.reader.take() {
+            // The reader catches its statements' panics: it ends by answering the queue.
+            let _ = reader.join();
+        }
+    }
+}
+
+impl Shared {
     fn lock(&self) -> MutexGuard<'_, Queue> {
         // The queue holds no invariant a panic could break halfway (pushes and drains only).
         self.queue.lock().unwrap_or_else(PoisonError::into_inner)
     }
-}
 
-/// A statement being led. Dropped (after its answers, or when its statement panicked: its reads'
-/// senders are dropped then, so they learn it), it hands the lead to the first queued read, or
-/// gives its place back when none waits.
-struct Lead<'a> {
-    reads: &'a PointReads,
-    batch: Vec<Read>,
-}
-
-impl Drop for Lead<'_> {
-    fn drop(&mut self) {
-        self.batch.clear();
-        let mut queue = self.reads.lock();
-        match queue.waiting.pop_front() {
-            Some(next) => {
-                let turn = next.turn.clone();
-                // The read waits on its channel, which is empty (it is told once, and it was queued).
-                let _ = turn.send(Turn::Lead(next));
-            }
-            None => queue.leading -= 1,
+    /// The reader's loop: the queue's reads, up to [`MOST_AT_ONCE`] at a time, each batch one
+    /// statement, until the store is dropped and nothing is queued.
+    fn serve(&self, read_each: &ReadEach) {
+        loop {
+            let batch: Vec<Read> = {
+                let mut queue = self.lock();
+                while queue.waiting.is_empty() && !queue.stop {
+                    queue.idle = true;
+                    queue = self.arrived.wait(queue).unwrap_or_else(PoisonError::into_inner);
+                }
+                if queue.waiting.is_empty() {
+                    return;
+                }
+                let most = queue.waiting.len().min(MOST_AT_ONCE);
+                queue.waiting.drain(..most).collect()
+            };
+            answer(batch, read_each);
         }
     }
+}
+
+/// Runs one statement for `batch` and answers each read with its own course of its own catalog;
+/// a statement that fails or panics fails each read of the batch, with the cause.
+fn answer(batch: Vec<Read>, read_each: &ReadEach) {
+    let mut ids: Vec<CourseId> = batch.iter().map(|read| read.id).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    match catch_unwind(AssertUnwindSafe(|| read_each(&ids))) {
+        Ok(Ok(found)) => {
+            let mut by_id: HashMap<CourseId, Vec<(String, Course)>> = HashMap::with_capacity(found.len());
+            for (catalog, course) in found {
+                by_id.entry(course.id()).or_default().push((catalog, course));
+            }
+            for read in batch {
+                let course = by_id
+                    .get(&read.id)
+                    .and_then(|courses| courses.iter().find(|(catalog, _)| catalog == read.catalog.as_str()))
+                    .map(|(_, course)| course.clone());
+                read.reply.send(Ok(course));
+            }
+        }
+        Ok(Err(error)) => {
+            let error = Arc::new(error);
+            for read in batch {
+                let shared = SharedCause(Arc::clone(&error));
+                read.reply.send(Err(StoreError::new("cannot read a course", shared)));
+            }
+        }
+        Err(_panic) => {
+            tracing::error!("a point-read statement panicked; its reads failed, the next are served");
+            for read in batch {
+                read.reply.send(Err(unanswered()));
+            }
+        }
+    }
+}
+
+fn unanswered() -> StoreError {
+    StoreError::message("cannot read a course: its statement ended without an answer")
 }
 
 /// One failure of a statement, as the cause of each of its reads' errors.
@@ -185,7 +229,6 @@ impl std::error::Error for SharedCause {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Condvar;
     use std::time::{Duration, Instant};
 
     use super::*;
@@ -194,36 +237,36 @@ mod tests {
         Course::create(crate::testing::new_course(title, hours), time::OffsetDateTime::now_utc())
     }
 
-    /// A liveness bound for a thread's answer, never a measure of speed.
+    /// A liveness bound for an answer, never a measure of speed.
     const ANSWER_WITHIN: Duration = Duration::from_secs(10);
 
-    /// The statements run, in order, each with the ids it was given; the first [`LEADERS`] of them
-    /// wait until the test opens their gate.
+    /// The statements run, in order, each with the ids it was given; the first waits until the
+    /// test opens its gate.
     #[derive(Default)]
     struct Statements {
         calls: Mutex<Vec<Vec<CourseId>>>,
-        open: Mutex<[bool; LEADERS]>,
+        open: Mutex<bool>,
         opened: Condvar,
     }
 
     impl Statements {
         fn run(&self, ids: &[CourseId], courses: &[(String, Course)]) -> Vec<(String, Course)> {
-            let number = {
+            let first = {
                 let mut calls = self.calls.lock().expect("calls");
                 calls.push(ids.to_vec());
-                calls.len() - 1
+                calls.len() == 1
             };
-            if number < LEADERS {
-                let mut open = self.open.lock().expect("gates");
-                while !open[number] {
-                    open = self.opened.wait(open).expect("gates");
+            if first {
+                let mut open = self.open.lock().expect("gate");
+                while !*open {
+                    open = self.opened.wait(open).expect("gate");
                 }
             }
             courses.iter().filter(|(_, course)| ids.contains(&course.id())).cloned().collect()
         }
 
-        fn open(&self, number: usize) {
-            self.open.lock().expect("gates")[number] = true;
+        fn open(&self) {
+            *self.open.lock().expect("gate") = true;
             self.opened.notify_all();
         }
 
@@ -244,28 +287,26 @@ mod tests {
         CatalogName::parse(name).expect("a catalog name")
     }
 
-    type Answer = Result<Option<Course>, String>;
+    fn waiting(reads: &PointReads) -> usize {
+        reads.shared.lock().waiting.len()
+    }
+
+    /// Point reads whose statement is `statements.run` over `courses`.
+    fn reads_over(statements: &Arc<Statements>, courses: &Arc<Vec<(String, Course)>>) -> Arc<PointReads> {
+        let (statements, courses) = (Arc::clone(statements), Arc::clone(courses));
+        Arc::new(PointReads::start(Box::new(move |ids| Ok(statements.run(ids, &courses)))).expect("a reader"))
+    }
 
     fn read_on_a_thread(
         reads: &Arc<PointReads>,
-        statements: &Arc<Statements>,
-        courses: &Arc<Vec<(String, Course)>>,
         wanted: (CatalogName, CourseId),
-    ) -> std::thread::JoinHandle<Answer> {
-        let (reads, statements, courses) = (Arc::clone(reads), Arc::clone(statements), Arc::clone(courses));
-        std::thread::spawn(move || {
-            reads
-                .find(&wanted.0, wanted.1, |ids| Ok(statements.run(ids, &courses)))
-                .map_err(|error| format!("{error:#}"))
-        })
-    }
-
-    fn waiting(reads: &PointReads) -> usize {
-        reads.lock().waiting.len()
+    ) -> std::thread::JoinHandle<Result<Option<Course>, String>> {
+        let reads = Arc::clone(reads);
+        std::thread::spawn(move || reads.find(&wanted.0, wanted.1).map_err(|error| format!("{error:#}")))
     }
 
     #[test]
-    fn reads_beyond_the_leaders_wait_and_are_answered_together_each_with_its_own_course() {
+    fn reads_that_arrive_during_a_statement_are_answered_together_each_with_its_own_course() {
         let main = catalog("principal");
         let other = catalog("outro");
         let mine: Vec<Course> = (0..8).map(|number| new_course(&format!("Curso {number}"), 10)).collect();
@@ -274,28 +315,16 @@ mod tests {
             mine.iter().map(|course| (main.as_str().to_owned(), course.clone())).collect();
         stored.push((other.as_str().to_owned(), theirs.clone()));
         let courses = Arc::new(stored);
-        let (reads, statements) = (Arc::new(PointReads::default()), Arc::new(Statements::default()));
+        let statements = Arc::new(Statements::default());
+        let reads = reads_over(&statements, &courses);
 
-        // As many reads as leaders: each runs a statement of its own, held at its gate.
-        let leaders: Vec<_> = (0..LEADERS)
-            .map(|number| read_on_a_thread(&reads, &statements, &courses, (main.clone(), mine[number].id())))
-            .collect();
-        poll_until("every leader in its statement", || statements.count() == LEADERS);
-        // The threads reach their statements in any order: each statement holds one read's id.
-        let mut leading_ids: Vec<CourseId> = statements
-            .calls
-            .lock()
-            .expect("calls")
-            .iter()
-            .inspect(|call| assert_eq!(call.len(), 1, "below the leaders' number, a read is a statement of its own"))
-            .map(|call| call[0])
-            .collect();
-        leading_ids.sort_unstable();
-        let mut expected_leaders: Vec<CourseId> = mine[..LEADERS].iter().map(Course::id).collect();
-        expected_leaders.sort_unstable();
-        assert_eq!(leading_ids, expected_leaders, "each leader's read in a statement of its own");
+        // A read alone is a statement of its own, held at its gate.
+        let first = read_on_a_thread(&reads, (main.clone(), mine[0].id()));
+        poll_until("the first statement", || statements.count() == 1);
+        assert_eq!(statements.calls.lock().expect("calls")[0], vec![mine[0].id()]);
 
-        // Twenty more wait: repeated ids, a course of another catalog asked in the wrong one.
+        // Twenty more wait, blocking and async alike: repeated ids, a course of another catalog
+        // asked in the wrong one.
         let asked: Vec<(CatalogName, CourseId)> = (0..20)
             .map(|number| match number % 5 {
                 4 => (main.clone(), theirs.id()),
@@ -303,19 +332,25 @@ mod tests {
                 _ => (main.clone(), mine[number % 8].id()),
             })
             .collect();
-        let queued: Vec<_> =
-            asked.iter().map(|wanted| read_on_a_thread(&reads, &statements, &courses, wanted.clone())).collect();
+        let (blocking, later) = asked.split_at(10);
+        let blocked: Vec<_> = blocking.iter().map(|wanted| read_on_a_thread(&reads, wanted.clone())).collect();
+        let pending: Vec<PendingRead> = later.iter().map(|(catalog, id)| reads.find_later(catalog, *id)).collect();
         poll_until("twenty reads queued", || waiting(&reads) == 20);
-        assert_eq!(statements.count(), LEADERS, "a queued read runs no statement");
+        assert_eq!(statements.count(), 1, "a queued read runs no statement");
 
-        // The first leader to finish hands the lead on: the whole queue in one statement.
-        statements.open(0);
-        let answers: Vec<Answer> = queued.into_iter().map(|read| read.join().expect("a queued read")).collect();
-        assert_eq!(statements.count(), LEADERS + 1, "the twenty were answered by one statement");
+        // The statement ends: the whole queue in the next one.
+        statements.open();
+        let runtime = tokio::runtime::Builder::new_current_thread().build().expect("a runtime");
+        let mut answers: Vec<Result<Option<Course>, String>> =
+            blocked.into_iter().map(|read| read.join().expect("a queued read")).collect();
+        answers.extend(
+            pending.into_iter().map(|read| runtime.block_on(read.answer()).map_err(|error| format!("{error:#}"))),
+        );
+        assert_eq!(statements.count(), 2, "the twenty were answered by one statement");
         let mut expected_ids: Vec<CourseId> = asked.iter().map(|(_, id)| *id).collect();
         expected_ids.sort_unstable();
         expected_ids.dedup();
-        assert_eq!(statements.calls.lock().expect("calls")[LEADERS], expected_ids, "each id once");
+        assert_eq!(statements.calls.lock().expect("calls")[1], expected_ids, "each id once");
         for ((wanted_catalog, id), answer) in asked.iter().zip(answers) {
             let answer = answer.expect("answered");
             if *wanted_catalog == main && *id == theirs.id() {
@@ -324,29 +359,48 @@ mod tests {
                 assert_eq!(answer.map(|course| course.id()), Some(*id), "its own course");
             }
         }
+        assert_eq!(
+            first.join().expect("the first read").expect("answered").map(|course| course.id()),
+            Some(mine[0].id())
+        );
+    }
 
-        for number in (0..LEADERS).skip(1) {
-            statements.open(number);
+    #[test]
+    fn at_most_one_batch_of_reads_per_statement() {
+        let main = catalog("principal");
+        let course = new_course("Curso", 10);
+        let courses = Arc::new(vec![(main.as_str().to_owned(), course.clone())]);
+        let statements = Arc::new(Statements::default());
+        let reads = reads_over(&statements, &courses);
+        let first = reads.find_later(&main, course.id());
+        poll_until("the first statement", || statements.count() == 1);
+        let queued: Vec<PendingRead> = (0..MOST_AT_ONCE + 1).map(|_| reads.find_later(&main, course.id())).collect();
+        statements.open();
+        let runtime = tokio::runtime::Builder::new_current_thread().build().expect("a runtime");
+        for read in std::iter::once(first).chain(queued) {
+            assert_eq!(runtime.block_on(read.answer()).expect("answered"), Some(course.clone()));
         }
-        for (number, leader) in leaders.into_iter().enumerate() {
-            assert_eq!(
-                leader.join().expect("a leader").expect("answered").map(|course| course.id()),
-                Some(mine[number].id())
-            );
-        }
-        assert_eq!(reads.lock().leading, 0, "every place given back");
+        assert_eq!(statements.count(), 3, "the first, then {MOST_AT_ONCE} reads, then the last one");
     }
 
     #[test]
     fn a_failed_statement_fails_only_its_own_reads_with_the_cause() {
-        let reads = PointReads::default();
         let main = catalog("principal");
         let course = new_course("Curso", 10);
-        let failed = reads
-            .find(&main, course.id(), |_| {
-                Err(StoreError::new("cannot read courses", std::io::Error::other("conexão perdida")))
-            })
-            .expect_err("the statement failed");
+        let stored = vec![(main.as_str().to_owned(), course.clone())];
+        let fail = Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let reads = PointReads::start(Box::new({
+            let fail = Arc::clone(&fail);
+            move |_| {
+                if fail.swap(false, std::sync::atomic::Ordering::SeqCst) {
+                    Err(StoreError::new("cannot read courses", std::io::Error::other("conexão perdida")))
+                } else {
+                    Ok(stored.clone())
+                }
+            }
+        }))
+        .expect("a reader");
+        let failed = reads.find(&main, course.id()).expect_err("the statement failed");
         let chain = format!("{failed:#}");
         let mut source = std::error::Error::source(&failed);
         let mut causes = Vec::new();
@@ -356,46 +410,57 @@ mod tests {
         }
         assert!(causes.iter().any(|cause| cause.contains("conexão perdida")), "the cause is kept: {chain} {causes:?}");
 
-        let stored = vec![(main.as_str().to_owned(), course.clone())];
-        let found = reads.find(&main, course.id(), |_| Ok(stored.clone())).expect("the next read is served");
+        let found = reads.find(&main, course.id()).expect("the next read is served");
         assert_eq!(found, Some(course));
-        assert_eq!(reads.lock().leading, 0);
     }
 
     #[test]
-    fn reads_queued_behind_a_statement_that_panics_are_still_answered() {
+    fn a_statement_that_panics_fails_its_reads_and_the_next_are_still_answered() {
         let main = catalog("principal");
         let course = new_course("Curso", 10);
         let courses = Arc::new(vec![(main.as_str().to_owned(), course.clone())]);
-        let (reads, statements) = (Arc::new(PointReads::default()), Arc::new(Statements::default()));
-        let panicking = {
-            let (reads, statements, courses) = (Arc::clone(&reads), Arc::clone(&statements), Arc::clone(&courses));
-            let main = main.clone();
-            std::thread::spawn(move || {
-                reads.find(&main, course.id(), |ids| {
-                    statements.run(ids, &courses);
-                    panic!("a bug in the statement")
-                })
-            })
-        };
-        let others: Vec<_> = (0..LEADERS)
-            .skip(1)
-            .map(|_| read_on_a_thread(&reads, &statements, &courses, (main.clone(), courses[0].1.id())))
-            .collect();
-        poll_until("every leader in its statement", || statements.count() == LEADERS);
-        let queued: Vec<_> = (0..5)
-            .map(|_| read_on_a_thread(&reads, &statements, &courses, (main.clone(), courses[0].1.id())))
-            .collect();
+        let statements = Arc::new(Statements::default());
+        let reads = Arc::new(
+            PointReads::start(Box::new({
+                let (statements, courses) = (Arc::clone(&statements), Arc::clone(&courses));
+                move |ids| {
+                    let found = statements.run(ids, &courses);
+                    assert!(statements.count() > 1, "a bug in the first statement");
+                    Ok(found)
+                }
+            }))
+            .expect("a reader"),
+        );
+        let panicking = read_on_a_thread(&reads, (main.clone(), course.id()));
+        poll_until("the first statement", || statements.count() == 1);
+        let queued: Vec<_> = (0..5).map(|_| read_on_a_thread(&reads, (main.clone(), course.id()))).collect();
         poll_until("five reads queued", || waiting(&reads) == 5);
+        statements.open();
+        let failed = panicking.join().expect("no reading thread panicked").expect_err("its statement panicked");
+        assert!(failed.contains("without an answer"), "{failed}");
+        for read in queued {
+            let answer = read.join().expect("no reading thread panicked").expect("answered");
+            assert_eq!(answer.map(|course| course.id()), Some(course.id()));
+        }
+    }
 
-        for number in 0..LEADERS {
-            statements.open(number);
+    #[test]
+    fn dropping_the_reads_answers_what_is_queued_and_stops_the_reader() {
+        let main = catalog("principal");
+        let course = new_course("Curso", 10);
+        let courses = Arc::new(vec![(main.as_str().to_owned(), course.clone())]);
+        let statements = Arc::new(Statements::default());
+        let reads = reads_over(&statements, &courses);
+        let first = reads.find_later(&main, course.id());
+        poll_until("the first statement", || statements.count() == 1);
+        let queued = reads.find_later(&main, course.id());
+        let dropping = std::thread::spawn(move || drop(reads));
+        statements.open();
+        dropping.join().expect("dropped");
+        assert_eq!(Arc::strong_count(&statements), 1, "the reader and its statement are gone");
+        let runtime = tokio::runtime::Builder::new_current_thread().build().expect("a runtime");
+        for read in [first, queued] {
+            assert_eq!(runtime.block_on(read.answer()).expect("answered"), Some(course.clone()));
         }
-        assert!(panicking.join().is_err(), "the statement panicked");
-        for read in others.into_iter().chain(queued) {
-            let answer = read.join().expect("no other thread panicked").expect("answered");
-            assert_eq!(answer.map(|course| course.id()), Some(courses[0].1.id()));
-        }
-        assert_eq!(reads.lock().leading, 0, "the panicking leader's place was given back or handed on");
     }
 }
