@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::support::{Backend, Era, PATIENCE, fresh_database, resident_kib, start_backend_with};
+use crate::support::{Backend, Era, PATIENCE, fresh_database, resident_kib, start_backend_with, thread_count};
 
 const KEY: &str = "chave-de-teste-do-soak";
 /// Sessions opened and abandoned per cycle. A cycle opens them all
@@ -230,6 +230,67 @@ async fn memory_after_bursts_of_closed_sessions_goes_back() {
         now_kib <= bound_kib,
         "after {BURSTS} bursts of {BURST} closed sessions the RSS stayed at {now_kib} KiB, over {BACK_WITHIN} × \
          {before_kib} KiB before the first: {bursts:?}"
+    );
+    assert!(backend.stop().await.success());
+}
+
+/// Writers at once in [`the_threads_a_burst_of_writes_started_end_soon_after_it`], and creates each.
+const WRITERS: usize = 48;
+const CREATES_PER_WRITER: usize = 12;
+/// How long after a burst its threads may still be there: the apps keep an idle blocking-pool
+/// thread 1 s (`mcp_server::setup::BLOCKING_THREAD_KEEP_ALIVE`), tokio's default 10 s. A bound
+/// for the poll below, well under the default, never a measure of speed.
+const THREADS_GONE_WITHIN: std::time::Duration = std::time::Duration::from_secs(6);
+
+/// Issue 26 (memory for reads after writes): every write waits for the store on a thread of the
+/// runtime's blocking pool, so a burst of writes at 48 connections starts dozens of threads, each
+/// with its stack and its allocator cache. They end soon after the burst instead of holding that
+/// memory for tokio's default 10 s. Thread counts are read from `/proc`, polled (bounded).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_threads_a_burst_of_writes_started_end_soon_after_it() {
+    let (_folder, database) = fresh_database();
+    let backend = start_backend_with(&database, Some(KEY), &[("SESSION_MODE", "stateless")]).await;
+    let target = Arc::new(Target {
+        http: reqwest::Client::new(),
+        mcp_url: backend.mcp_url.clone(),
+        bearer: format!("Bearer {}", backend.api_key),
+        pid: backend.pid(),
+    });
+    let before = thread_count(target.pid);
+    let peak = Arc::new(AtomicU64::new(before));
+    let writers: Vec<_> = (0..WRITERS)
+        .map(|writer| {
+            let (target, peak) = (target.clone(), peak.clone());
+            tokio::spawn(async move {
+                for number in 0..CREATES_PER_WRITER {
+                    let create = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+                        "name": "criar_curso",
+                        "arguments": {"titulo": format!("Curso {writer} {number}"), "cargaHoraria": 10}}});
+                    let answer = target.post(None, &create).await;
+                    assert_eq!(answer.status(), StatusCode::OK);
+                    let text = answer.text().await.expect("an answer");
+                    assert!(text.contains("structuredContent") && !text.contains("\"isError\":true"), "{text}");
+                    peak.fetch_max(thread_count(target.pid), Ordering::Relaxed);
+                }
+            })
+        })
+        .collect();
+    for writer in writers {
+        tokio::time::timeout(PATIENCE, writer).await.expect("the writes answered in time").expect("no panic");
+    }
+    let (peak, burst_ended) = (peak.load(Ordering::Relaxed), tokio::time::Instant::now());
+    // How many depends on how many writes the machine keeps in flight at once: a few at least.
+    assert!(peak >= before + 3, "a burst of {WRITERS} writers started threads: {before} before, {peak} at most");
+    let mut now = thread_count(target.pid);
+    while now > before + 1 && burst_ended.elapsed() < THREADS_GONE_WITHIN {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        now = thread_count(target.pid);
+    }
+    eprintln!("threads: {before} before, {peak} during {WRITERS} writers, {now} after {:?}", burst_ended.elapsed());
+    assert!(
+        now <= before + 1,
+        "{THREADS_GONE_WITHIN:?} after a burst of writes the backend still had {now} threads ({before} before, \
+         {peak} during it)"
     );
     assert!(backend.stop().await.success());
 }

@@ -443,6 +443,16 @@ pub(crate) fn resident_kib(pid: u32) -> u64 {
         .expect("VmRSS in kB")
 }
 
+/// How many threads the process `pid` has now, from `/proc/<pid>/status`.
+pub(crate) fn thread_count(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc/<pid>/status");
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("Threads:"))
+        .and_then(|value| value.trim().parse().ok())
+        .expect("Threads")
+}
+
 /// A PostgreSQL schema of its own for one test, in the database of `TEST_DATABASE_URL` (default
 /// the local `test` database); dropped with everything in it when the test ends. The apps reach it
 /// through [`PostgresSchema::url`], whose `search_path` names it.

@@ -11,7 +11,7 @@ use mcp_server::{CursosServer, Setup};
 
 /// Failures end as one line and status 1, whatever `RUST_BACKTRACE` says (issue 25).
 fn main() -> std::process::ExitCode {
-    let result = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(anyhow::Error::from);
+    let result = mcp_server::setup::runtime().map_err(anyhow::Error::from);
     mcp_server::log_writer::exit_code(result.and_then(|runtime| {
         let result = runtime.block_on(run());
         // Not a plain drop: after a signal, the thread reading stdin is still blocked in its read,

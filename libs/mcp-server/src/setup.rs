@@ -122,6 +122,22 @@ impl Running {
 /// reread interval ([`crate::reloaded_file::RELOAD_INTERVAL`]).
 pub const RECHECK_INTERVAL: Duration = Duration::from_millis(250);
 
+/// How long a thread of the runtime's blocking pool waits for more work before it ends (tokio's
+/// default: 10 s). Each write waits for the store on one of those threads, so 50 connections of
+/// creates start about 60; kept 10 s, they held 3.5–3.7 MB of stacks and thread caches after the
+/// writes had stopped (`bench/threads_after_writes.sh`, ADR 0062). With 1 s a burst's threads end
+/// 1 s after its last write, as jemalloc returns its freed pages (ADR 0049).
+pub const BLOCKING_THREAD_KEEP_ALIVE: Duration = Duration::from_secs(1);
+
+/// The runtime both apps serve on: tokio's multi-threaded one, its drivers on, its blocking pool's
+/// idle threads kept [`BLOCKING_THREAD_KEEP_ALIVE`].
+///
+/// # Errors
+/// The system's, when the runtime's threads or drivers cannot be started.
+pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread().thread_keep_alive(BLOCKING_THREAD_KEEP_ALIVE).enable_all().build()
+}
+
 /// Builds the server state `setup` describes over `catalog`, and starts what runs beside it:
 /// the policy file's rereading (until [`ServerState::shutdown_token`] is cancelled) and, with
 /// [`Setup::follow_other_processes`], the followers of other processes' changes.
