@@ -39,7 +39,7 @@ use crate::store::sql::read_pool::{Checkout, ReadPool};
 use crate::store::sql::schema::{catalog_counters, courses};
 use crate::store::sql::{
     self, ActiveCourses, ChangeSummary, ContainingSearch, CourseRow, ImportBatchSetup, SharedRead, SharedWrite,
-    SqlBackend, SqlConnection, WriteResult, Written, write_error,
+    SqlBackend, SqlConnection, WriteResult, Written, covering_trigrams, write_error,
 };
 
 pub(crate) const MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations_postgres");
@@ -600,17 +600,33 @@ impl ImportBatchSetup for PgConnection {
     }
 }
 
-/// PostgreSQL's own third step of a search: active courses whose title key contains `key`, a
-/// `LIKE '%key%'` served by the trigram index `courses_active_title_trigram`.
+diesel::define_sql_function! {
+    /// PostgreSQL's `strpos(string, substring)`: where `substring` starts in `string` (1-based),
+    /// 0 when it is not there. A plain substring test, which no index serves.
+    fn strpos(string: diesel::sql_types::Text, substring: diesel::sql_types::Text) -> diesel::sql_types::Integer;
+}
+
+/// PostgreSQL's own third step of a search: active courses whose title key contains `key`,
+/// served by the trigram index `courses_active_title_trigram`.
+///
+/// A key of ASCII letters and digits (a number, an id's part, a plain word) is asked of the index
+/// as its [`covering_trigrams`], one `LIKE '%abc%'` each, and `strpos` then keeps the title keys
+/// holding the key itself (ADR 0063): pg_trgm turns `LIKE '%key%'` into every trigram of the key
+/// (5 posting lists for 7 characters, 3 for the cover). Any other key (spaces, punctuation,
+/// accents, which pg_trgm reads as word boundaries by its own rules) stays one `LIKE '%key%'`.
+/// Both forms answer the same courses, in the order of the same bitmap scan of the table.
 impl ContainingSearch for PgConnection {
     fn title_keys_containing(&mut self, catalog: &CatalogName, key: &str, limit: i64) -> QueryResult<Vec<CourseRow>> {
-        courses::table
-            .filter(courses::catalog.eq(catalog.as_str()))
-            .filter(ActiveCourses)
-            .filter(courses::title_key.like(contains_pattern(key)))
-            .limit(limit)
-            .select(CourseRow::as_select())
-            .load(self)
+        let mut query = courses::table.filter(courses::catalog.eq(catalog.as_str())).filter(ActiveCourses).into_boxed();
+        if key.bytes().all(|byte| byte.is_ascii_alphanumeric()) {
+            for trigram in covering_trigrams(key) {
+                query = query.filter(courses::title_key.like(contains_pattern(trigram)));
+            }
+            query = query.filter(strpos(courses::title_key, key).gt(0));
+        } else {
+            query = query.filter(courses::title_key.like(contains_pattern(key)));
+        }
+        query.limit(limit).select(CourseRow::as_select()).load(self)
     }
 }
 

@@ -1536,6 +1536,24 @@ fn search_active(
     found.into_iter().filter(|row| seen.insert(row.id.clone())).take(limit).map(CourseRow::into_course).collect()
 }
 
+/// The fewest trigrams of `key` (three characters or more) that together hold each of its
+/// characters: those starting at character 0, 3, 6, … and the last one, in the key's order (ADR
+/// 0055). A title key holding `key` holds all of them, so a text index asked for them (each
+/// backend's [`ContainingSearch`]) lets every match of the key through, and reads fewer posting
+/// lists than for all of the key's trigrams (for 7 characters, 3 against 5). The caller keeps
+/// only the title keys that hold the key itself.
+pub(crate) fn covering_trigrams(key: &str) -> Vec<&str> {
+    let starts: Vec<usize> = key.char_indices().map(|(start, _)| start).collect();
+    let trigram_at = |index: usize| {
+        let end = starts.get(index + 3).copied().unwrap_or(key.len());
+        &key[starts[index]..end]
+    };
+    let last = starts.len().saturating_sub(3);
+    let mut indexes: Vec<usize> = (0..last).step_by(3).collect();
+    indexes.push(last);
+    indexes.into_iter().map(trigram_at).collect()
+}
+
 /// Brings the stored title keys to today's comparison-key rule, in the transaction that migrated
 /// the database (ADR 0025): nothing to do when they are already at it.
 pub(crate) fn bring_title_keys_to_rule(connection: &mut SqlConnection<'_>) -> QueryResult<()> {

@@ -37,7 +37,7 @@ use crate::store::port::{BulkImport, ChangeFollower, RemoteChange, StoreError, U
 use crate::store::sql::read_pool::{Checkout, ReadPool};
 use crate::store::sql::{
     self, ChangeSummary, ContainingSearch, CourseRow, IMPORT_PAGE_CACHE, ImportBatchSetup, SharedRead, SharedWrite,
-    SqlBackend, SqlConnection, WriteResult, Written, write_error,
+    SqlBackend, SqlConnection, WriteResult, Written, covering_trigrams, write_error,
 };
 use crate::store::sqlite::bulk::SqliteBulkImport;
 use crate::store::sqlite::file::DatabaseFile;
@@ -488,7 +488,7 @@ impl ContainingSearch for SqliteConnection {
              ORDER BY courses_title_search.rowid \
              LIMIT ?",
         )
-        .bind::<diesel::sql_types::Text, _>(covering_trigrams(key))
+        .bind::<diesel::sql_types::Text, _>(covering_trigrams_query(key))
         .bind::<diesel::sql_types::Text, _>(catalog.as_str())
         .bind::<diesel::sql_types::Text, _>(key)
         .bind::<diesel::sql_types::BigInt, _>(limit)
@@ -496,25 +496,20 @@ impl ContainingSearch for SqliteConnection {
     }
 }
 
-/// The FTS5 query that asks the trigram index for the fewest trigrams of `key` (three characters
-/// or more) that together hold each of its characters: those starting at 0, 3, 6, … and the last
-/// one, each a quoted string (FTS5's implicit AND between them). A title key holding `key` holds
-/// all of them, so every match of the key is among the index's answers.
-fn covering_trigrams(key: &str) -> String {
-    let starts: Vec<usize> = key.char_indices().map(|(start, _)| start).collect();
-    let trigram_at = |index: usize| {
-        let end = starts.get(index + 3).copied().unwrap_or(key.len());
-        format!("\"{}\"", key[starts[index]..end].replace('"', "\"\""))
-    };
-    let last = starts.len().saturating_sub(3);
-    let mut indexes: Vec<usize> = (0..last).step_by(3).collect();
-    indexes.push(last);
-    indexes.into_iter().map(trigram_at).collect::<Vec<_>>().join(" ")
+/// The FTS5 query that asks the trigram index for [`covering_trigrams`] of `key` (three
+/// characters or more), each a quoted string (FTS5's implicit AND between them). A title key
+/// holding `key` holds all of them, so every match of the key is among the index's answers.
+fn covering_trigrams_query(key: &str) -> String {
+    covering_trigrams(key)
+        .into_iter()
+        .map(|trigram| format!("\"{}\"", trigram.replace('"', "\"\"")))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 #[cfg(test)]
 mod tests {
-    use super::covering_trigrams;
+    use super::covering_trigrams_query;
 
     /// The terms of an FTS5 query made of quoted strings separated by spaces.
     fn terms(query: &str) -> Vec<String> {
@@ -541,16 +536,16 @@ mod tests {
 
     #[test]
     fn the_trigrams_asked_of_the_index_hold_every_character_of_the_key() {
-        assert_eq!(covering_trigrams("abc"), r#""abc""#);
-        assert_eq!(covering_trigrams("abcd"), r#""abc" "bcd""#);
-        assert_eq!(covering_trigrams("abcdef"), r#""abc" "def""#);
-        assert_eq!(covering_trigrams("0123456"), r#""012" "345" "456""#);
-        assert_eq!(covering_trigrams("introdução"), r#""int" "rod" "uçã" "ção""#);
-        assert_eq!(covering_trigrams(r#"a"b"c"#), r#""a""b" "b""c""#);
+        assert_eq!(covering_trigrams_query("abc"), r#""abc""#);
+        assert_eq!(covering_trigrams_query("abcd"), r#""abc" "bcd""#);
+        assert_eq!(covering_trigrams_query("abcdef"), r#""abc" "def""#);
+        assert_eq!(covering_trigrams_query("0123456"), r#""012" "345" "456""#);
+        assert_eq!(covering_trigrams_query("introdução"), r#""int" "rod" "uçã" "ção""#);
+        assert_eq!(covering_trigrams_query(r#"a"b"c"#), r#""a""b" "b""c""#);
         for key in ["abc", "abcd", "abcde", "abcdefghij", "ção de ação", "abcdefghijklm", r#"x "y" z"#] {
             let chars: Vec<char> = key.chars().collect();
             let mut covered = vec![false; chars.len()];
-            let terms = terms(&covering_trigrams(key));
+            let terms = terms(&covering_trigrams_query(key));
             assert!(terms.len() <= chars.len().div_ceil(3) + 1, "{key}: {terms:?}");
             // The terms come in the order of where they start in the key, each after the last.
             let mut from = 0;
