@@ -170,7 +170,6 @@ on_both_stores! {
         observers_hear_of_every_change_and_of_no_no_op,
         the_active_count_stays_exact_through_creates_archives_and_refusals,
         suggestions_rank_id_prefix_then_title_prefix_then_title_contains_and_skip_archived_courses,
-        a_search_inside_titles_answers_exactly_the_titles_holding_the_key_not_its_trigrams_apart,
         a_write_that_expects_an_outdated_version_is_refused_and_changes_nothing,
         a_retried_creation_with_the_same_key_returns_the_first_course_and_creates_nothing,
         a_refused_idempotent_creation_leaves_its_key_unused,
@@ -714,53 +713,6 @@ async fn suggestions_rank_id_prefix_then_title_prefix_then_title_contains_and_sk
     assert_eq!(test.catalog.suggest("r", 1).await.expect("suggest").len(), 1, "the limit holds");
     assert!(test.catalog.suggest("\"; DROP TABLE courses; --", 100).await.expect("suggest").is_empty());
     assert!(test.catalog.suggest("a\" OR \"b", 100).await.expect("quotes are data").is_empty());
-}
-
-/// The text index is asked for a cover of the key's trigrams (ADR 0055, 0063): a title holding
-/// those trigrams apart must not be answered, every active title holding the key must be, whatever
-/// the kind of key, title prefixes first. (Among the titles that only contain the key, SQLite
-/// answers in creation order and PostgreSQL in its scan's order: compared as sets.)
-async fn a_search_inside_titles_answers_exactly_the_titles_holding_the_key_not_its_trigrams_apart(backend: Backend) {
-    let test = backend.open_catalog();
-    let titles = [
-        "Curso 0123456",
-        "Curso 012 345 456",
-        "Oficina 3456012",
-        "0123456 no início",
-        "Curso 10123456 avançado",
-        "Rust do zero",
-        "Zig do zero a 100%",
-        "Zig de 100",
-        "Curso 0123456 arquivado",
-    ];
-    for title in titles {
-        let course = test.catalog.create(new_course(title, 10), by()).await.expect("created");
-        if title.ends_with("arquivado") {
-            test.catalog.archive(course.id(), by()).await.expect("archived");
-        }
-    }
-    for (key, prefixed, containing) in [
-        ("0123456", &["0123456 no início"][..], &["Curso 0123456", "Curso 10123456 avançado"][..]),
-        ("3456", &[][..], &["0123456 no início", "Curso 0123456", "Curso 10123456 avançado", "Oficina 3456012"][..]),
-        ("012 345", &[][..], &["Curso 012 345 456"][..]),
-        ("do zero", &[][..], &["Rust do zero", "Zig do zero a 100%"][..]),
-        ("100%", &[][..], &["Zig do zero a 100%"][..]),
-        ("o 0123", &[][..], &["Curso 0123456"][..]),
-        ("6543", &[][..], &[][..]),
-    ] {
-        let mut found: Vec<String> = test
-            .catalog
-            .suggest(key, 100)
-            .await
-            .expect("suggest")
-            .iter()
-            .map(|course| course.title().as_str().to_owned())
-            .collect();
-        let mut rest = found.split_off(prefixed.len().min(found.len()));
-        rest.sort();
-        let owned = |titles: &[&str]| titles.iter().map(ToString::to_string).collect::<Vec<_>>();
-        assert_eq!((found, rest), (owned(prefixed), owned(containing)), "{key:?}");
-    }
 }
 
 async fn a_write_that_expects_an_outdated_version_is_refused_and_changes_nothing(backend: Backend) {
