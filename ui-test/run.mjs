@@ -143,6 +143,12 @@ async function main() {
   const hostError = await page.evaluate(() => window.__hostError);
   if (hostError) fail(`host: ${hostError}`);
   const view = page.frameLocator("iframe");
+  describeView = async () => {
+    const text = async (selector) => JSON.stringify(await view.locator(selector).textContent({ timeout: 1000 }).catch(() => "?"));
+    const hidden = async (selector) => view.locator(selector).isHidden({ timeout: 1000 }).catch(() => "?");
+    return `the view: #estado ${await text("#estado")}; #erro-detalhe ${await text("#erro-detalhe")} (hidden: ${await hidden("#erro-detalhe")}); ` +
+      `#erro-formulario ${await text("#erro-formulario")} (hidden: ${await hidden("#erro-formulario")}); #dados ${await text("#dados")}`;
+  };
   const rows = view.locator("#linhas tr");
   const caption = view.locator("#legenda");
 
@@ -297,12 +303,16 @@ async function expectText(locator, pattern) {
   fail(`expected text matching ${pattern}, saw ${JSON.stringify(seen)} (the view says: ${await statusOf(locator)})`);
 }
 
+// What the view showed when a step failed (set once the view exists): a flaky step says why.
+let describeView = async () => "no view yet";
+
 let failed = false;
 try {
   await main();
 } catch (error) {
   failed = true;
   console.error(`ui-test FAILED: ${error.stack || error}`);
+  console.error(`ui-test: ${await describeView().catch((problem) => `cannot describe the view: ${problem}`)}`);
 } finally {
   for (const cleanup of cleanups.reverse()) {
     try { await cleanup(); } catch { /* best effort */ }
