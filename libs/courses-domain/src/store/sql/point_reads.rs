@@ -297,6 +297,26 @@ mod tests {
         Arc::new(PointReads::start(Box::new(move |ids| Ok(statements.run(ids, &courses)))).expect("a reader"))
     }
 
+    /// One stored course, and a first read of it whose statement is held at its gate.
+    struct Held {
+        main: CatalogName,
+        course: Course,
+        statements: Arc<Statements>,
+        reads: Arc<PointReads>,
+        first: PendingRead,
+    }
+
+    fn held_first_read() -> Held {
+        let main = catalog("principal");
+        let course = new_course("Curso", 10);
+        let courses = Arc::new(vec![(main.as_str().to_owned(), course.clone())]);
+        let statements = Arc::new(Statements::default());
+        let reads = reads_over(&statements, &courses);
+        let first = reads.find_later(&main, course.id());
+        poll_until("the first statement", || statements.count() == 1);
+        Held { main, course, statements, reads, first }
+    }
+
     fn read_on_a_thread(
         reads: &Arc<PointReads>,
         wanted: (CatalogName, CourseId),
@@ -367,13 +387,7 @@ mod tests {
 
     #[test]
     fn at_most_one_batch_of_reads_per_statement() {
-        let main = catalog("principal");
-        let course = new_course("Curso", 10);
-        let courses = Arc::new(vec![(main.as_str().to_owned(), course.clone())]);
-        let statements = Arc::new(Statements::default());
-        let reads = reads_over(&statements, &courses);
-        let first = reads.find_later(&main, course.id());
-        poll_until("the first statement", || statements.count() == 1);
+        let Held { main, course, statements, reads, first } = held_first_read();
         let queued: Vec<PendingRead> = (0..MOST_AT_ONCE + 1).map(|_| reads.find_later(&main, course.id())).collect();
         statements.open();
         let runtime = tokio::runtime::Builder::new_current_thread().build().expect("a runtime");
@@ -446,13 +460,7 @@ mod tests {
 
     #[test]
     fn dropping_the_reads_answers_what_is_queued_and_stops_the_reader() {
-        let main = catalog("principal");
-        let course = new_course("Curso", 10);
-        let courses = Arc::new(vec![(main.as_str().to_owned(), course.clone())]);
-        let statements = Arc::new(Statements::default());
-        let reads = reads_over(&statements, &courses);
-        let first = reads.find_later(&main, course.id());
-        poll_until("the first statement", || statements.count() == 1);
+        let Held { main, course, statements, reads, first } = held_first_read();
         let queued = reads.find_later(&main, course.id());
         let dropping = std::thread::spawn(move || drop(reads));
         statements.open();
