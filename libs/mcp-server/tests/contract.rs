@@ -1401,7 +1401,12 @@ async fn a_bulk_import_keeps_every_listener_that_reads_and_tells_it() {
     session.subscribe(rmcp::model::SubscribeRequestParams::new("cursos://catalogo")).await.expect("subscribe");
     let client = attach((), &state, Era::Discover).await;
     let filter = rmcp::model::SubscriptionFilter::builder().resource_subscription("cursos://catalogo").build();
-    let mut stream = client.listen(filter).await.expect("subscriptions/listen");
+    // The stream is read only after the import. rmcp's client buffers a stream's notices and,
+    // when its buffer (64 by default) is full, cancels the stream itself: on a loaded machine the
+    // server delivers one notice per change it drains, so this client holds room for all 3,000
+    // changes, as a client reading promptly would (CI stop 40 failed on the default).
+    let room = std::num::NonZeroUsize::new(4096).expect("non-zero");
+    let mut stream = client.listen_with_capacity(filter, room).await.expect("subscriptions/listen");
     until_listen_streams(&state, 1).await;
 
     let courses: Vec<courses_domain::Course> = (0..3000)
