@@ -272,6 +272,37 @@ async function main() {
   if (!titleBox || titleBox.width < 120) fail(`the title has no room: ${JSON.stringify(titleBox)}`);
   await step("titulo-longo");
 
+  // 11. A refusal stays on screen through live refreshes (issue 24): the question is asked, another
+  // client renames the course (a change of the listing, which this host forwards to the view), the
+  // confirmation is refused (the course changed since the question), and a further rename by the
+  // other client refreshes the detail quietly: the refusal is still shown.
+  await page.evaluate(() => { document.getElementById("painel").style.width = ""; });
+  await view.getByLabel("Buscar curso (título ou id)").fill("curso 042");
+  await view.getByRole("button", { name: "Buscar", exact: true }).click();
+  await view.getByRole("button", { name: "Ver detalhes de Curso 042" }).click();
+  await expectText(view.locator("#titulo-detalhe"), /^Curso 042$/);
+  const target = JSON.parse((await api.readResource({ uri: `cursos://${await view.locator("#dados dd").last().textContent()}` })).contents[0].text);
+  await view.getByRole("button", { name: "Arquivar" }).click();
+  await view.locator("#texto-pergunta").waitFor({ state: "visible" });
+  const rename = async (titulo, versao) => {
+    const result = await api.callTool({ name: "atualizar_curso", arguments: { id: target.id, versao, titulo } });
+    if (result.isError) fail(`the other client's edit: ${JSON.stringify(result.content)}`);
+  };
+  await rename("Curso 042 revisto", target.versao);
+  await expectText(view.locator("#titulo-detalhe"), /^Curso 042 revisto$/);
+  await view.getByRole("button", { name: "Sim, arquivar" }).click();
+  const detailError = view.locator("#erro-detalhe");
+  await detailError.waitFor({ state: "visible" });
+  const refused = (await detailError.textContent()).trim();
+  expectEqual(refused.includes('era para "Curso 042", versão 1'), true, `the refusal names what was confirmed: ${refused}`);
+  expectEqual(await view.locator("#pergunta").isHidden(), true, "the spent question is closed");
+  await rename("Curso 042 revisto outra vez", target.versao + 1);
+  await expectText(view.locator("#titulo-detalhe"), /^Curso 042 revisto outra vez$/);
+  expectEqual([await detailError.isVisible(), (await detailError.textContent()).trim()], [true, refused], "the refusal after a live refresh");
+  const unarchived = JSON.parse((await api.readResource({ uri: `cursos://${target.id}` })).contents[0].text);
+  expectEqual([unarchived.arquivado, unarchived.versao], [false, target.versao + 2], "nothing archived");
+  await step("recusa-mantida");
+
   if (pageErrors.length) fail(`errors in the page: ${pageErrors.join("\n")}`);
   if (attempted.length) fail(`network requests outside the bridge were attempted: ${attempted.join(", ")}`);
   console.log(`ui-test: ${shot} steps passed; screenshots in ${path.relative(root, shots)}`);

@@ -8,7 +8,7 @@
 //!   `data` (the SDK sends -32002 up to 2025-11-25 and -32602 from 2026-07-28).
 
 use courses_domain::{
-    ArchiveCourseError, Course, CreateCourseError, Created, GetCourseError, Unwritable, UpdateCourseError,
+    ArchiveCourseError, Course, CourseId, CreateCourseError, Created, GetCourseError, Unwritable, UpdateCourseError,
 };
 use rmcp::ErrorData as McpError;
 use rmcp::model::{CallToolResult, ContentBlock, Resource};
@@ -103,11 +103,20 @@ pub(crate) fn archived(outcome: Result<Course, ArchiveCourseError>) -> CallToolR
     }
 }
 
-/// `arquivar_curso` after the user confirmed archiving `shown`, when the course changed in
-/// between (renamed, updated or archived by someone else): nothing archived, and the model is told
-/// what the course is now, so it can ask again.
-pub(crate) fn changed_since_confirmation(shown: &Course, current: Option<&Course>) -> CallToolResult {
-    let id = shown.id();
+/// `arquivar_curso` after the user confirmed archiving course `id` at `shown_version` (`shown`, as
+/// the user saw it, when known), when the course changed in between (renamed, updated or archived
+/// by someone else): nothing archived, and the model is told what was confirmed and what the course
+/// is now, so it can ask again.
+pub(crate) fn changed_since_confirmation(
+    id: CourseId,
+    shown_version: u64,
+    shown: Option<&Course>,
+    current: Option<&Course>,
+) -> CallToolResult {
+    let confirmed = match shown {
+        Some(shown) => format!("{}, versão {}", quoted(shown.title().as_str()), shown.version()),
+        None => format!("a versão {shown_version}"),
+    };
     let now = match current {
         Some(current) if current.is_archived() => {
             format!("agora está arquivado (versão {})", current.version())
@@ -116,10 +125,8 @@ pub(crate) fn changed_since_confirmation(shown: &Course, current: Option<&Course
         None => "não pôde ser lido de novo".to_owned(),
     };
     refused(&format!(
-        "O curso {id} mudou depois que o usuário confirmou o arquivamento: a confirmação era para {}, versão {}, \
-         e o curso {now}. Nada foi arquivado. Leia cursos://{id} e peça a confirmação de novo se ainda fizer sentido.",
-        quoted(shown.title().as_str()),
-        shown.version()
+        "O curso {id} mudou depois que o usuário confirmou o arquivamento: a confirmação era para {confirmed}, \
+         e o curso {now}. Nada foi arquivado. Leia cursos://{id} e peça a confirmação de novo se ainda fizer sentido."
     ))
 }
 

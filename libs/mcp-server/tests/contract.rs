@@ -1151,7 +1151,11 @@ async fn archiving_covers_only_the_version_the_user_was_shown() {
         let user = attach(RenamedWhileAsking { catalog: harness.catalog.clone() }, &harness.state, era).await;
         let refused = call_as(&user, "arquivar_curso", json!({"id": course["id"]})).await;
         assert_refused(&refused, "mudou depois que o usuário confirmou");
-        assert!(text_of(&refused).contains("Rust avançado"), "{era:?}: the current state is told");
+        let said = text_of(&refused);
+        assert!(
+            said.contains("era para \"Rust\", versão 1, e o curso agora é \"Rust avançado\", versão 2"),
+            "{era:?}: {said}"
+        );
         let now = harness.read(&uri).await;
         assert_eq!(now["arquivado"], false, "{era:?}: not archived");
         assert_eq!(now["titulo"], "Rust avançado", "{era:?}");

@@ -12,7 +12,9 @@
 //! 5. only the version the user was shown is archived, with the approval's receipt;
 //! 6. a change in between refuses, and the course is read again to say what it is now.
 
-use courses_domain::{ApprovalReceipt, ArchiveCourseError, Catalog, Course, CourseId, GetCourseError, Provenance};
+use courses_domain::{
+    ApprovalReceipt, ArchiveCourseError, Catalog, Course, CourseId, GetCourseError, PageSize, Provenance,
+};
 use rmcp::RoleServer;
 use rmcp::model::{CallToolResponse, CallToolResult};
 use rmcp::service::RequestContext;
@@ -171,9 +173,23 @@ pub(crate) async fn archive(
     let outcome = catalog.archive_if(id, Some(shown_version), provenance(tool, receipt)).await;
     if let Err(ArchiveCourseError::StaleVersion { .. }) = outcome {
         let current = catalog.get(id).await.ok();
-        return outcomes::changed_since_confirmation(&course, current.as_ref()).into();
+        // The app's answer comes in a later call than its question: the course read by this call
+        // may already be newer than the one the user was shown. The refusal names what was shown.
+        let shown = if course.version() == shown_version {
+            Some(course)
+        } else {
+            course_at_version(catalog, id, shown_version).await
+        };
+        return outcomes::changed_since_confirmation(id, shown_version, shown.as_ref(), current.as_ref()).into();
     }
     outcomes::archived(outcome).into()
+}
+
+/// Course `id` as it was at `version`, from the newest page of its history (where a version a
+/// user was just shown is), or `None` when it is not there or cannot be read.
+async fn course_at_version(catalog: &Catalog, id: CourseId, version: u64) -> Option<Course> {
+    let page = catalog.history(id, None, PageSize::default()).await.ok()?;
+    page.entries.into_iter().map(|entry| entry.after).find(|course| course.version() == version)
 }
 
 #[cfg(test)]

@@ -234,6 +234,12 @@ async fn archiving_through_the_app_needs_the_question_this_server_asked_and_cove
         assert_eq!(renamed.is_error, Some(false));
         let stale = answer(&state, true).await;
         assert_refused(&stale, "mudou depois que o usuário confirmou");
+        // It names what the user confirmed (the question's course) and what the course is now.
+        let said = text_of(&stale);
+        assert!(
+            said.contains("era para \"Rust\", versão 1, e o curso agora é \"Rust 2\", versão 2"),
+            "{era:?}: {said}"
+        );
         assert_eq!(harness.read(&uri).await["arquivado"], false);
 
         // Asked again, confirmed: archived, with the question and answer in the history.
