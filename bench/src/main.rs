@@ -177,7 +177,19 @@ async fn measure_all(
 
 #[cfg(test)]
 mod tests {
+    use diesel::{Connection, RunQueryDsl};
+
     use super::*;
+
+    #[derive(diesel::QueryableByName)]
+    struct Count {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        value: i64,
+    }
+
+    fn count(connection: &mut diesel::SqliteConnection, sql: &str) -> i64 {
+        diesel::sql_query(sql).get_result::<Count>(connection).expect("counted").value
+    }
 
     fn settings(dir: &std::path::Path, keep: bool) -> Settings {
         Settings {
@@ -210,8 +222,26 @@ mod tests {
         let folder = tempfile::tempdir().expect("temp dir");
         let first = run(&settings(folder.path(), true)).await.expect("first run");
         assert!(first.sizes.iter().all(|size| size.load_time.is_some()));
+        let writes = |size: u64| {
+            let path = folder.path().join(format!("cursos-{size}.db"));
+            let mut connection =
+                diesel::SqliteConnection::establish(&path.to_string_lossy()).expect("the kept file opens");
+            diesel::connection::SimpleConnection::batch_execute(&mut connection, "PRAGMA busy_timeout = 10000;")
+                .expect("busy timeout");
+            let courses =
+                count(&mut connection, "SELECT COUNT(*) AS value FROM courses WHERE catalog = 'bench-escritas'");
+            let history =
+                count(&mut connection, "SELECT COUNT(*) AS value FROM course_history WHERE catalog = 'bench-escritas'");
+            diesel::sql_query("INSERT INTO courses_title_search (courses_title_search) VALUES ('integrity-check')")
+                .execute(&mut connection)
+                .expect("the trigram index matches the courses");
+            (courses, history)
+        };
+        let after_first = writes(120);
+        assert!(after_first.0 > 0, "the timed creations wrote: {after_first:?}");
         let second = run(&settings(folder.path(), true)).await.expect("second run");
         assert!(second.sizes.iter().all(|size| size.load_time.is_none()), "no reload");
+        assert_eq!(writes(120), after_first, "the first run's creations were forgotten, not kept");
         let archived = |report: &Report| report.sizes.iter().map(|size| size.archived).collect::<Vec<_>>();
         assert_eq!(archived(&first), archived(&second));
     }
