@@ -53,10 +53,14 @@ impl PendingRead {
     /// # Errors
     /// [`StoreError`] when the storage fails, or the read's statement ended without an answer.
     pub async fn answer(self) -> Result<Option<Course>, StoreError> {
-        self.0
-            .await
-            .unwrap_or_else(|_| Err(StoreError::message("cannot read a course: its statement ended without an answer")))
+        self.0.await.unwrap_or_else(|_| Err(unanswered_read()))
     }
+}
+
+/// The error of a read whose statement ended (failed, panicked, or its reader stopped) without
+/// answering it.
+pub(crate) fn unanswered_read() -> StoreError {
+    StoreError::message("cannot read a course: its statement ended without an answer")
 }
 
 /// Why a store cannot make a write durable now, and will not until an operator acts: retrying

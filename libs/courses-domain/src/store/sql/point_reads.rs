@@ -29,7 +29,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 
 use crate::rules::{CatalogName, Course, CourseId};
-use crate::store::port::{PendingRead, StoreError};
+use crate::store::port::{PendingRead, StoreError, unanswered_read};
 
 /// How many reads one statement answers, at most.
 pub(crate) const MOST_AT_ONCE: usize = 64;
@@ -112,7 +112,7 @@ impl PointReads {
     pub(crate) fn find(&self, catalog: &CatalogName, id: CourseId) -> Answer {
         let (reply, answer) = mpsc::sync_channel(1);
         self.queue(Read { catalog: catalog.clone(), id, reply: Reply::Thread(reply) });
-        answer.recv().unwrap_or_else(|mpsc::RecvError| Err(unanswered()))
+        answer.recv().unwrap_or_else(|mpsc::RecvError| Err(unanswered_read()))
     }
 
     /// Queues a read of the course `id` of `catalog` and returns at once: its answer is awaited
@@ -201,14 +201,10 @@ fn answer(batch: Vec<Read>, read_each: &ReadEach) {
         Err(_panic) => {
             tracing::error!("a point-read statement panicked; its reads failed, the next are served");
             for read in batch {
-                read.reply.send(Err(unanswered()));
+                read.reply.send(Err(unanswered_read()));
             }
         }
     }
-}
-
-fn unanswered() -> StoreError {
-    StoreError::message("cannot read a course: its statement ended without an answer")
 }
 
 /// One failure of a statement, as the cause of each of its reads' errors.
