@@ -36,6 +36,16 @@ struct Target {
 }
 
 impl Target {
+    /// The backend's `/mcp`, with its key, and its process.
+    fn of(backend: &Backend) -> Self {
+        Self {
+            http: reqwest::Client::new(),
+            mcp_url: backend.mcp_url.clone(),
+            bearer: format!("Bearer {}", backend.api_key),
+            pid: backend.pid(),
+        }
+    }
+
     async fn post(&self, session: Option<&str>, body: &Value) -> reqwest::Response {
         let mut request = self
             .http
@@ -118,12 +128,7 @@ async fn abandoned_sessions_are_reclaimed_and_memory_stays_flat() {
     let backend =
         start_backend_with(&database, Some(KEY), &[("SESSION_IDLE_TIMEOUT", "3"), ("MAX_SESSIONS_PER_KEY", "10000")])
             .await;
-    let target = Arc::new(Target {
-        http: reqwest::Client::new(),
-        mcp_url: backend.mcp_url.clone(),
-        bearer: format!("Bearer {}", backend.api_key),
-        pid: backend.pid(),
-    });
+    let target = Arc::new(Target::of(&backend));
     let started_kib = resident_kib(target.pid);
     // After each cycle, every session reclaimed: (peak RSS while opening, RSS once reclaimed, sessions
     // still open when the cycle's last one was opened, time to reclaim them).
@@ -179,12 +184,7 @@ const BACK_WITHIN: f64 = 1.5;
 async fn memory_after_bursts_of_closed_sessions_goes_back() {
     let (_folder, database) = fresh_database();
     let backend = start_backend_with(&database, Some(KEY), &[("MAX_SESSIONS_PER_KEY", "10000")]).await;
-    let target = Arc::new(Target {
-        http: reqwest::Client::new(),
-        mcp_url: backend.mcp_url.clone(),
-        bearer: format!("Bearer {}", backend.api_key),
-        pid: backend.pid(),
-    });
+    let target = Arc::new(Target::of(&backend));
     let close_all = |sessions: Vec<String>| {
         let target = target.clone();
         async move {
@@ -250,12 +250,7 @@ const THREADS_GONE_WITHIN: std::time::Duration = std::time::Duration::from_secs(
 async fn the_threads_a_burst_of_writes_started_end_soon_after_it() {
     let (_folder, database) = fresh_database();
     let backend = start_backend_with(&database, Some(KEY), &[("SESSION_MODE", "stateless")]).await;
-    let target = Arc::new(Target {
-        http: reqwest::Client::new(),
-        mcp_url: backend.mcp_url.clone(),
-        bearer: format!("Bearer {}", backend.api_key),
-        pid: backend.pid(),
-    });
+    let target = Arc::new(Target::of(&backend));
     let before = thread_count(target.pid);
     let peak = Arc::new(AtomicU64::new(before));
     let writers: Vec<_> = (0..WRITERS)
