@@ -109,10 +109,16 @@ impl TestSchema {
 
     /// Runs `sql` in this schema on a connection of its own, as an operator would.
     pub(crate) fn execute(&self, sql: &str) {
+        self.connect().batch_execute(sql).expect("run the statements");
+    }
+
+    /// A connection of its own to this schema (its `search_path`), outside any store's pool.
+    pub(crate) fn connect(&self) -> PgConnection {
         let mut connection = PgConnection::establish(&self.url).expect("connect to PostgreSQL");
         connection
-            .batch_execute(&format!("SET search_path TO \"{}\", public; {sql}", self.name))
-            .expect("run the statements");
+            .batch_execute(&format!("SET search_path TO \"{}\", public", self.name))
+            .expect("set the search path");
+        connection
     }
 }
 

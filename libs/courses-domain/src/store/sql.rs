@@ -14,6 +14,7 @@
 //! an instant ([`StoredTimestamp`]), and how a SQLite unique violation is named
 //! ([`SqlConnection::name_title_violation`]).
 
+mod opaque;
 pub(crate) mod point_reads;
 pub(crate) mod read_pool;
 
@@ -32,6 +33,7 @@ use time::format_description::BorrowedFormatItem;
 use time::macros::format_description;
 use time::{OffsetDateTime, PrimitiveDateTime};
 
+use self::opaque::{OpaqueLimit, OpaqueText};
 use crate::rules::{
     ApprovalReceipt, CatalogName, Course, CourseId, CourseRevision, CourseTitle, CreationFingerprint, Evidence,
     HistoryEntry, IdempotencyKey, PageCursor, Provenance, Rekey, TitleSearchKey, WorkloadHours,
@@ -1495,34 +1497,37 @@ fn search_active(
     // 1. Ids starting with the key: a range on the partial index of one catalog's active ids,
     //    `courses_active_id` (ADR 0052; ids are lowercase hex and '-'; PostgreSQL's `id` has the
     //    "C" collation, byte order, as SQLite's).
+    //    The values are opaque to PostgreSQL's planner, so that it keeps one plan (ADR 0064).
     if key.bytes().all(|byte| byte.is_ascii_hexdigit() || byte == b'-') {
-        let id_end = format!("{key}~");
         found.extend(
-            on_backend!(connection, |concrete| courses::table
-                .filter(courses::catalog.eq(catalog.as_str()))
-                .filter(ActiveCourses)
-                .filter(courses::id.ge(key))
-                .filter(courses::id.lt(&id_end))
-                .order(courses::id.asc())
-                .limit(sql_limit)
-                .select(CourseRow::as_select())
-                .load(concrete))
+            on_backend!(connection, |concrete| OpaqueLimit::new(
+                courses::table
+                    .filter(courses::catalog.eq(OpaqueText(catalog.as_str().to_owned())))
+                    .filter(ActiveCourses)
+                    .filter(courses::id.ge(OpaqueText(key.to_owned())))
+                    .filter(courses::id.lt(OpaqueText(format!("{key}~"))))
+                    .order(courses::id.asc())
+                    .select(CourseRow::as_select()),
+                sql_limit,
+            )
+            .load(concrete))
             .map_err(search_error)?,
         );
     }
     // 2. Title keys starting with the key: a range on the partial unique index of active title keys.
     if found.len() < limit {
-        let key_end = format!("{key}\u{10FFFF}");
         found.extend(
-            on_backend!(connection, |concrete| courses::table
-                .filter(courses::catalog.eq(catalog.as_str()))
-                .filter(ActiveCourses)
-                .filter(courses::title_key.ge(key))
-                .filter(courses::title_key.lt(&key_end))
-                .order(courses::title_key.asc())
-                .limit(sql_limit)
-                .select(CourseRow::as_select())
-                .load(concrete))
+            on_backend!(connection, |concrete| OpaqueLimit::new(
+                courses::table
+                    .filter(courses::catalog.eq(OpaqueText(catalog.as_str().to_owned())))
+                    .filter(ActiveCourses)
+                    .filter(courses::title_key.ge(OpaqueText(key.to_owned())))
+                    .filter(courses::title_key.lt(OpaqueText(format!("{key}\u{10FFFF}"))))
+                    .order(courses::title_key.asc())
+                    .select(CourseRow::as_select()),
+                sql_limit,
+            )
+            .load(concrete))
             .map_err(search_error)?,
         );
     }
@@ -1631,6 +1636,55 @@ mod tests {
 
     fn has_static_query_id<Query: QueryId>(_: &Query) -> bool {
         Query::HAS_STATIC_QUERY_ID
+    }
+
+    /// ADR 0064: PostgreSQL keeps one generic plan for a search's two range steps instead of
+    /// planning them again at every call. On 20,000 courses, as at a million, a fresh plan of a
+    /// range with its values in sight looks cheaper than the generic one, so without the opaque
+    /// values every run of both statements was a custom plan. Both statements must also keep
+    /// their static query id (diesel's cache by type).
+    #[test]
+    fn postgresql_plans_the_search_range_steps_once() {
+        use crate::rules::{CatalogName, TitleSearchKey};
+
+        let Some(schema) = crate::catalog::tests::TestSchema::create() else { return };
+        drop(schema.open());
+        schema.execute(
+            "INSERT INTO courses (catalog, id, title, title_key, workload_hours, version, created_at, updated_at) \
+             SELECT 'padrao', md5(n::text)::uuid::text, 'Curso ' || n, 'curso ' || n, 10, 1, now(), now() \
+             FROM generate_series(1, 20000) AS n; ANALYZE courses;",
+        );
+        let mut connection = schema.connect();
+        let catalog = CatalogName::default_catalog();
+        // Hex keys (step 1 runs) that start no title (step 2 runs, empty) and no id or one.
+        for key in ["0a1b2c3d", "1b2c3d4e", "2c3d4e5f", "3d4e5f60", "4e5f6071", "5f607182", "60718293", "718293a4"] {
+            let key = TitleSearchKey::of_typed(key).expect("a key");
+            let found = super::search_active(&mut super::SqlConnection::Postgres(&mut connection), &catalog, &key, 10)
+                .expect("search");
+            assert!(found.len() <= 1, "{key:?}: {found:?}");
+        }
+
+        #[derive(QueryableByName, Debug)]
+        struct Plans {
+            #[diesel(sql_type = diesel::sql_types::Text)]
+            statement: String,
+            #[diesel(sql_type = diesel::sql_types::BigInt)]
+            generic_plans: i64,
+            #[diesel(sql_type = diesel::sql_types::BigInt)]
+            custom_plans: i64,
+        }
+        let plans: Vec<Plans> =
+            diesel::sql_query("SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements")
+                .load(&mut connection)
+                .expect("read the prepared statements");
+        let ranges = ["ORDER BY \"courses\".\"id\" ASC", "ORDER BY \"courses\".\"title_key\" ASC"];
+        let plans: Vec<Plans> =
+            plans.into_iter().filter(|plan| ranges.iter().any(|order| plan.statement.contains(order))).collect();
+        assert_eq!(plans.len(), 2, "{plans:#?}");
+        for plan in &plans {
+            // PostgreSQL plans afresh five times, then compares: from the sixth run on, generic.
+            assert!(plan.generic_plans >= 3 && plan.custom_plans <= 5, "planned at every call: {plan:#?}");
+        }
     }
 
     /// The active-course filter is a constant fragment with a static query id, so diesel caches
