@@ -124,6 +124,12 @@ async fn migrate_round_trips_sqlite_to_postgresql_and_back_field_by_field() {
         stderr_of(&created)
     );
     assert_eq!(schema.indexes(), expected, "the migrated schema's indexes are a new schema's");
+    // Its statistics came with the rows (five courses: autovacuum would never take them).
+    let analyzed = schema.analyzed_tables();
+    assert!(
+        ["course_history", "courses"].iter().all(|table| analyzed.iter().any(|name| name == table)),
+        "the copy's tables have statistics: {analyzed:?}"
+    );
 
     let (_other_folder, last) = fresh_database();
     let back = run_to_end(

@@ -508,6 +508,25 @@ impl PostgresSchema {
     }
 }
 
+impl PostgresSchema {
+    /// The tables of this schema PostgreSQL has statistics for (`pg_stats`), sorted.
+    pub(crate) fn analyzed_tables(&self) -> Vec<String> {
+        use diesel::{Connection, RunQueryDsl};
+        #[derive(diesel::QueryableByName)]
+        struct Table {
+            #[diesel(sql_type = diesel::sql_types::Text)]
+            tablename: String,
+        }
+        let mut connection = diesel::PgConnection::establish(&self.base_url).expect("PostgreSQL answers");
+        let tables: Vec<Table> =
+            diesel::sql_query("SELECT DISTINCT tablename::text FROM pg_stats WHERE schemaname = $1 ORDER BY 1")
+                .bind::<diesel::sql_types::Text, _>(&self.name)
+                .load(&mut connection)
+                .expect("read the schema's statistics");
+        tables.into_iter().map(|table| table.tablename).collect()
+    }
+}
+
 impl Drop for PostgresSchema {
     fn drop(&mut self) {
         courses_domain::testing::drop_schema(&self.base_url, &self.name);
