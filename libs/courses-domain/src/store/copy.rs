@@ -344,7 +344,7 @@ impl Owned {
                     .map_err(step("closing the identity columns"))?;
                 // Statistics of the copied rows, committed with them: the target's first queries
                 // are planned from them, not from defaults until autovacuum comes by (about a
-                // minute; never for a table of under 50 rows). 0.5 s at 1M courses.
+                // minute; never for a table of under 50 rows). About 2 s at 1M courses (`bench/RESULTS.md`).
                 connection
                     .batch_execute("ANALYZE courses, course_history;")
                     .map_err(step("taking the target's statistics"))?;
