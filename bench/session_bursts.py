@@ -8,7 +8,9 @@ last one closed. Prints one line per measure and the ratio of the final RSS to t
 
 A measurement, not a test: after a burst it polls /health until no session is open. STATS=1 (on a
 build with tikv-jemallocator's `stats` feature, gdb installed) also prints jemalloc's own totals
-before the first burst and after the last, and keeps its full statistics beside the database."""
+before the first burst and after the last, and keeps its full statistics beside the database.
+FLUSH=1 (gdb) then has every thread flush its jemalloc thread cache and purges the arenas, and
+prints the RSS after (with STATS=1, jemalloc's totals again); SMAPS=1 keeps /proc's smaps then."""
 import http.client, json, os, socket, subprocess, sys, tempfile, threading, time
 
 BIN = os.environ.get("BIN", "target/release/mcp-cursos-backend")
@@ -53,6 +55,25 @@ def jemalloc_stats(when: str) -> None:
     for line in dump.splitlines():
         if line.startswith("Allocated:"):
             print(f"  jemalloc {when} ({folder}/jemalloc-{when}.txt): {line.strip()}", flush=True)
+
+
+def flush_caches(when: str) -> None:
+    """Diagnosis (FLUSH=1, gdb installed): gdb has every thread flush its jemalloc thread cache
+    (`thread.tcache.flush`) and then purges every arena (`arena.4096.purge`); prints the RSS before
+    and after, so what the threads' caches pinned is measured apart from the rest."""
+    if not os.environ.get("FLUSH"):
+        return
+    held = rss_mib()
+    subprocess.run(["gdb", "-p", str(backend.pid), "-batch",
+                    "-ex", 'thread apply all call (int) _rjem_mallctl("thread.tcache.flush", 0, 0, 0, 0)',
+                    "-ex", 'call (int) _rjem_mallctl("arena.4096.purge", 0, 0, 0, 0)'], capture_output=True)
+    time.sleep(1)
+    print(f"  {when}: {held:.1f} MiB, with every thread cache flushed and the arenas purged {rss_mib():.1f} MiB", flush=True)
+    jemalloc_stats(f"{when}-flushed")
+    if os.environ.get("SMAPS"):
+        with open(f"/proc/{backend.pid}/smaps") as src, open(f"{folder}/smaps-{when}.txt", "w") as out:
+            out.write(src.read())
+        print(f"  smaps: {folder}/smaps-{when}.txt", flush=True)
 
 
 def open_sessions() -> int:
@@ -111,6 +132,7 @@ time.sleep(SETTLE)
 first = rss_mib()
 print(f"before the first burst (after {WARMUP} sessions opened and closed): {first:.1f} MiB", flush=True)
 jemalloc_stats("before")
+flush_caches("before")
 for cycle in range(1, CYCLES + 1):
     per = [[] for _ in range(CONNECTIONS)]
     parallel(worker, [(SESSIONS // CONNECTIONS, ids) for ids in per])
@@ -126,6 +148,7 @@ for cycle in range(1, CYCLES + 1):
 last = rss_mib()
 print(f"after {CYCLES} bursts: {last:.1f} MiB = {last / first:.2f}x the RSS before the first", flush=True)
 jemalloc_stats("after")
+flush_caches("after")
 if os.environ.get("TRIM"):  # diagnosis: what glibc would give back (gdb calls malloc_trim(0) in the process)
     subprocess.run(["gdb", "-p", str(backend.pid), "-batch", "-ex", "call (int) malloc_trim(0)"], capture_output=True)
     print(f"after malloc_trim(0): {rss_mib():.1f} MiB", flush=True)

@@ -91,6 +91,10 @@ check "the backend's lib.rs defines nothing (only modules and re-exports)" \
 check "std::io::stdout is allowed in exactly two places" \
   test "$(grep -rn 'allow(clippy::disallowed_methods' --include='*.rs' apps libs | wc -l)" -eq 2
 
+# unsafe: forbidden in every crate but the backend, which denies it and allows it once (ADR 0065).
+check "unsafe_code is allowed in exactly one place, apps/backend/src/allocator.rs" \
+  test "$(grep -rln 'allow(unsafe_code)' --include='*.rs' apps libs tests bench fuzz | tr '\n' ' ')" = "$B/allocator.rs "
+
 # The whole graph: no circle between the layers of any crate (it prints them, bottom up).
 check "no circle between a crate's layers (python3 scripts/module-graph.py draws them)" \
   python3 scripts/module-graph.py

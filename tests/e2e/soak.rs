@@ -173,7 +173,8 @@ const BURSTS: usize = 3;
 /// debug figures in `bench/RESULTS.md`); here, beside other tests on a shared machine, 1.5, which
 /// still fails plainly on the allocator that kept the pages (glibc: 8× after three bursts of
 /// 2,000). What stays under it is attributed in ADR 0049: jemalloc's metadata for the most extents
-/// it held and partly used slabs; the maps that held the sessions shrink back (their own unit tests).
+/// it held and partly used slabs; the maps that held the sessions shrink back (their own unit tests);
+/// the workers' thread caches are flushed once the server is quiet (ADR 0065, `apps/backend/tests/allocator.rs`).
 const BACK_WITHIN: f64 = 1.5;
 
 /// Issue 24, item 7 (ADR 0046): bursts of sessions opened together and closed (`DELETE`). With

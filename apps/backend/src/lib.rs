@@ -26,10 +26,11 @@
 //!
 //! The folders are the layers, each using only those after it: [`commands`] (one file per
 //! subcommand; `serve` is the server's start) → [`http`] (the router and what a request meets) →
-//! [`oauth`] (access tokens) → [`keys`]; [`logging`] is a leaf. This file is only the crate's face.
+//! [`oauth`] (access tokens) → [`keys`]; [`logging`] and [`allocator`] are leaves. This file is only the crate's face.
 
 #![deny(missing_docs)]
 
+pub mod allocator;
 mod atomic_file;
 pub mod commands;
 pub mod http;

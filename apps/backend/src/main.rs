@@ -11,7 +11,10 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 /// Failures end as one line and status 1, whatever `RUST_BACKTRACE` says (issue 25).
 fn main() -> std::process::ExitCode {
-    let runtime = mcp_server::setup::runtime();
+    let runtime = mcp_server::setup::runtime_with_worker_hooks(
+        backend::allocator::on_worker_park,
+        backend::allocator::on_worker_unpark,
+    );
     mcp_server::log_writer::exit_code(runtime.map_err(anyhow::Error::from).and_then(|runtime| runtime.block_on(run())))
 }
 

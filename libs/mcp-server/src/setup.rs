@@ -135,7 +135,23 @@ pub const BLOCKING_THREAD_KEEP_ALIVE: Duration = Duration::from_secs(1);
 /// # Errors
 /// The system's, when the runtime's threads or drivers cannot be started.
 pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread().thread_keep_alive(BLOCKING_THREAD_KEEP_ALIVE).enable_all().build()
+    builder().build()
+}
+
+/// [`runtime`], with `on_park` run by each of its workers as it runs out of work (just before it
+/// parks) and `on_unpark` as it wakes: the backend gives its allocator's thread caches back there
+/// (ADR 0065).
+///
+/// # Errors
+/// As [`runtime`].
+pub fn runtime_with_worker_hooks(on_park: fn(), on_unpark: fn()) -> std::io::Result<tokio::runtime::Runtime> {
+    builder().on_thread_park(on_park).on_thread_unpark(on_unpark).build()
+}
+
+fn builder() -> tokio::runtime::Builder {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    builder.thread_keep_alive(BLOCKING_THREAD_KEEP_ALIVE).enable_all();
+    builder
 }
 
 /// Builds the server state `setup` describes over `catalog`, and starts what runs beside it:

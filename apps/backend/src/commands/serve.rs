@@ -38,6 +38,8 @@ pub async fn run(settings: &Settings) -> anyhow::Result<()> {
     let signals = Signals::install();
     let server = Server::start(settings).await?;
     tokio::spawn(stop_on_signal(signals, server.shutdown.clone()));
+    // The runtime's worker count: what its hooks in `main` flush (ADR 0065).
+    tokio::spawn(crate::allocator::give_back_when_quiet(tokio::runtime::Handle::current().metrics().num_workers()));
     server.serve().await
 }
 
