@@ -485,12 +485,15 @@ impl PostgresSchema {
         let separator = if self.base_url.contains('?') { '&' } else { '?' };
         format!("{}{separator}options=-csearch_path%3D{}%2Cpublic", self.base_url, self.name)
     }
-}
 
-impl PostgresSchema {
+    /// A connection to the database that holds this schema, for the checks below.
+    fn connect(&self) -> diesel::PgConnection {
+        diesel::Connection::establish(&self.base_url).expect("PostgreSQL answers")
+    }
+
     /// Every index of this schema: its name and definition (the schema's name taken out), sorted.
     pub(crate) fn indexes(&self) -> Vec<(String, String)> {
-        use diesel::{Connection, RunQueryDsl};
+        use diesel::RunQueryDsl;
         #[derive(diesel::QueryableByName)]
         struct Index {
             #[diesel(sql_type = diesel::sql_types::Text)]
@@ -498,7 +501,7 @@ impl PostgresSchema {
             #[diesel(sql_type = diesel::sql_types::Text)]
             indexdef: String,
         }
-        let mut connection = diesel::PgConnection::establish(&self.base_url).expect("PostgreSQL answers");
+        let mut connection = self.connect();
         let indexes: Vec<Index> =
             diesel::sql_query("SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = $1 ORDER BY indexname")
                 .bind::<diesel::sql_types::Text, _>(&self.name)
@@ -506,18 +509,16 @@ impl PostgresSchema {
                 .expect("read the schema's indexes");
         indexes.into_iter().map(|index| (index.indexname, index.indexdef.replace(&self.name, "<schema>"))).collect()
     }
-}
 
-impl PostgresSchema {
     /// The tables of this schema PostgreSQL has statistics for (`pg_stats`), sorted.
     pub(crate) fn analyzed_tables(&self) -> Vec<String> {
-        use diesel::{Connection, RunQueryDsl};
+        use diesel::RunQueryDsl;
         #[derive(diesel::QueryableByName)]
         struct Table {
             #[diesel(sql_type = diesel::sql_types::Text)]
             tablename: String,
         }
-        let mut connection = diesel::PgConnection::establish(&self.base_url).expect("PostgreSQL answers");
+        let mut connection = self.connect();
         let tables: Vec<Table> =
             diesel::sql_query("SELECT DISTINCT tablename::text FROM pg_stats WHERE schemaname = $1 ORDER BY 1")
                 .bind::<diesel::sql_types::Text, _>(&self.name)
